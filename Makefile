@@ -1,0 +1,113 @@
+# dcr - the DCR delta bundle library and CLI.   `make help` lists the targets;
+# V=1 shows full commands.
+
+VERSION := $(shell sed -n 's/^\#define DCR_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' include/dcr.h | paste -sd.)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+CFLAGS ?= -O2 -g
+SANITIZE ?=
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wconversion -Wstrict-prototypes \
+        -Wmissing-prototypes -Wvla -Wformat=2 -Wundef -Wpointer-arith
+PKGS := libzstd libxxhash jansson
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude $(WARN) \
+             $(CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -MMD -MP
+LDLIBS = $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC := $(wildcard format/*.c codec/*.c)
+CLI_SRC := $(wildcard cli/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/%)
+
+# Keep test objects: they are not intermediates to throw away.
+.SECONDARY:
+
+.PHONY: all lib cli deps test check unit asan demo install uninstall clean help
+
+all: lib cli ## Build the library (static and shared) and the dcr program
+
+lib: $(BUILD)/libdcr.a $(BUILD)/libdcr.so ## Build libdcr only
+
+cli: $(BUILD)/dcr ## Build the dcr program
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libdcr.a: $(LIB_OBJ)
+	@echo "  AR      $@"
+	$(Q)$(AR) rcs $@ $^
+
+$(BUILD)/libdcr.so: $(LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,libdcr.so.$(SOVERSION) $(CFLAGS) $(SANITIZE) -o $@.$(VERSION) $^ $(LDLIBS)
+	$(Q)ln -sf libdcr.so.$(VERSION) $@.$(SOVERSION)
+	$(Q)ln -sf libdcr.so.$(VERSION) $@
+
+$(BUILD)/dcr: $(CLI_OBJ) $(BUILD)/libdcr.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test_%: $(BUILD)/tests/test_%.o $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJ)) $(BUILD)/libdcr.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs cmocka)
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -Iformat -Icodec -Icli $(shell pkg-config --cflags cmocka) -c $< -o $@
+
+deps: ## Install missing build dependencies (Debian packages; needs root)
+	@sh tools/deps.sh
+
+unit: $(TESTS) ## Build and run the cmocka unit tests
+	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+
+check: unit $(BUILD)/dcr ## Unit tests, then CLI round trips and bad-input tests
+	bash tests/cli_test.sh $(BUILD)/dcr
+
+asan: ## Run every test under AddressSanitizer and UndefinedBehaviorSanitizer
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	  SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=all" check
+
+test: deps ## Install dependencies, build with -Werror, run all tests, plain and sanitized
+	$(MAKE) all
+	$(MAKE) check
+	$(MAKE) asan
+
+demo: deps ## Make a sample BF16 pair, encode, validate, apply, and report sizes
+	$(MAKE) all
+	sh tools/demo.sh $(BUILD)/dcr
+
+install: all ## Install library, header, pkg-config file and dcr under $(DESTDIR)$(PREFIX)
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/dcr.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/libdcr.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libdcr.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libdcr.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libdcr.so.$(SOVERSION)
+	ln -sf libdcr.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libdcr.so
+	install -m 755 $(BUILD)/dcr $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libdcr.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcr.pc
+
+uninstall: ## Remove what install put in place
+	rm -f $(DESTDIR)$(PREFIX)/include/dcr.h $(DESTDIR)$(PREFIX)/lib/libdcr.* \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcr.pc $(DESTDIR)$(PREFIX)/bin/dcr
+
+clean: ## Remove build outputs
+	rm -rf build build-asan
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,0 +1,100 @@
+/*
+ * cli.h - what the dcr commands share: exit codes, error reports, options common
+ * to every command, output files, progress and signals. The commands only parse
+ * arguments, print, and call libdcr.
+ */
+#ifndef DCR_CLI_H
+#define DCR_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dcr.h"
+
+/* Exit codes (README "Exit codes"). */
+enum {
+  CLI_OK = 0,
+  CLI_INVALID = 1, /* invalid or non-matching bundle, or invalid input data */
+  CLI_USAGE = 2,
+  CLI_IO = 3,      /* I/O or system error */
+  CLI_INTERRUPTED = 130
+};
+
+typedef struct {
+  int quiet, verbose, progress;
+} cli_common;
+
+/* getopt_long ids for the options every command takes. */
+enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
+       OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC };
+#define CLI_COMMON_LONG_OPTIONS                                               \
+  {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
+      {"verbose", no_argument, NULL, 'v'},                                    \
+      {"no-progress", no_argument, NULL, OPT_NO_PROGRESS}
+#define CLI_COMMON_SHORT "hqv"
+#define CLI_COMMON_HELP                                                       \
+  "  -q, --quiet        print nothing but errors\n"                           \
+  "  -v, --verbose      print more detail\n"                                  \
+  "      --no-progress  no progress line (shown on a terminal for long work)\n" \
+  "  -h, --help         show this help\n"
+
+/* Handles a common option; returns 1 if `opt` was one, and sets *exit_now when the
+ * command should stop (help printed). */
+int cli_common_option(cli_common *c, int opt, const char *usage, int *exit_now);
+void cli_common_init(cli_common *c);
+
+/* Maps a library error code to an exit code. */
+int cli_exit_code(int code);
+/* Prints "dcr: FILE: DCR_E_NAME: message (offset N, section S, tensor T, chunk C)". */
+void cli_report(const char *fallback_file, int code, const dcr_detail *d);
+int cli_usage(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses "123", "4K", "4M", "1G" (binary units). Returns 0 on success. */
+int cli_parse_size(const char *s, uint64_t *out);
+int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/* Signals: SIGINT/SIGTERM set the flag the library polls; SIGPIPE is ignored so
+ * that a closed pipe is a write error, not a silent death. */
+extern volatile int cli_interrupted;
+void cli_signals_install(void);
+
+/* Progress on stderr, only on a terminal. */
+typedef struct {
+  const char *what;
+  int shown;
+  uint64_t last_percent;
+} cli_progress_state;
+void cli_progress(void *opaque, uint64_t done, uint64_t total);
+void cli_progress_end(cli_progress_state *p);
+
+/* An output file written through a temporary file in the same directory and
+ * renamed into place by cli_output_commit; "-" is standard output, which must not
+ * be a terminal. cli_output_abort removes the temporary file. */
+typedef struct {
+  const char *path;
+  char tmp[4096];
+  int fd;
+  int to_stdout;
+} cli_output;
+int cli_output_open(cli_output *o, const char *path, int force);
+int cli_output_write(void *opaque, const void *data, size_t size);
+int cli_output_commit(cli_output *o);
+void cli_output_abort(cli_output *o);
+
+/* Refuses an existing output unless forced (and "-"); returns CLI_OK or prints. */
+int cli_check_output(const char *path, int force);
+
+/* Opens a bundle from a path or "-" (read whole into memory). */
+int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d);
+
+/* Human sizes: "1.23 MiB". */
+const char *cli_bytes(uint64_t n, char buf[32]);
+void cli_hex(const uint8_t *p, size_t n, char *out);
+
+int cmd_encode(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+
+#endif

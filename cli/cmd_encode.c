@@ -1,0 +1,119 @@
+/*
+ * cmd_encode.c - dcr encode BASE TARGET -o BUNDLE
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "Usage: dcr encode BASE TARGET -o BUNDLE [OPTIONS]\n"
+    "Write the changes from the BASE checkpoint to the TARGET checkpoint (safetensors,\n"
+    "or any files with --raw) as a DCR bundle. BUNDLE may be - for standard output.\n\n"
+    "  -o, --output BUNDLE  where to write the bundle (required)\n"
+    "      --chunk-size N   chunk size in bytes, a power of two from 4K to 1G\n"
+    "                       (K/M/G suffixes; default 4M)\n"
+    "      --level N        zstd level 1..22, 0 to store uncompressed (default 3)\n"
+    "      --threads N      worker threads (default: all cores); output is identical\n"
+    "      --raw            treat both inputs as raw byte files\n"
+    "      --meta KEY=VALUE add a metadata pair (repeatable), e.g. --meta step=1200\n"
+    "  -f, --force          overwrite BUNDLE if it exists\n";
+
+int cmd_encode(int argc, char **argv) {
+  static const struct option longs[] = {
+      CLI_COMMON_LONG_OPTIONS,
+      {"output", required_argument, NULL, 'o'},
+      {"force", no_argument, NULL, 'f'},
+      {"chunk-size", required_argument, NULL, OPT_CHUNK_SIZE},
+      {"level", required_argument, NULL, OPT_LEVEL},
+      {"threads", required_argument, NULL, OPT_THREADS},
+      {"raw", no_argument, NULL, OPT_RAW},
+      {"meta", required_argument, NULL, OPT_META},
+      {NULL, 0, NULL, 0}};
+  cli_common common;
+  cli_common_init(&common);
+  dcr_encode_options opt;
+  dcr_encode_options_default(&opt);
+  const char *out = NULL;
+  int force = 0, c, stop = 0;
+  uint64_t v;
+  dcr_meta *meta = calloc((size_t)argc, sizeof *meta);
+  if (!meta) return CLI_IO;
+  while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:f", longs, NULL)) != -1) {
+    if (cli_common_option(&common, c, usage, &stop)) {
+      if (stop) return free(meta), CLI_OK;
+      continue;
+    }
+    switch (c) {
+      case 'o': out = optarg; break;
+      case 'f': force = 1; break;
+      case OPT_CHUNK_SIZE:
+        if (cli_parse_size(optarg, &v) || v > UINT32_MAX)
+          return free(meta), cli_usage("encode", "bad --chunk-size '%s'", optarg);
+        opt.chunk_size = (uint32_t)v;
+        break;
+      case OPT_LEVEL:
+        if (cli_parse_uint(optarg, 22, &v)) return free(meta), cli_usage("encode", "bad --level '%s'", optarg);
+        opt.level = (int)v;
+        break;
+      case OPT_THREADS:
+        if (cli_parse_uint(optarg, 1024, &v)) return free(meta), cli_usage("encode", "bad --threads '%s'", optarg);
+        opt.threads = (unsigned)v;
+        break;
+      case OPT_RAW: opt.raw = 1; break;
+      case OPT_META: {
+        char *eq = strchr(optarg, '=');
+        if (!eq || eq == optarg) return free(meta), cli_usage("encode", "--meta wants KEY=VALUE");
+        *eq = '\0';
+        meta[opt.meta_count++] = (dcr_meta){optarg, eq + 1};
+        break;
+      }
+      default: return free(meta), cli_usage("encode", "invalid option");
+    }
+  }
+  opt.meta = meta;
+  if (argc - optind != 2) return free(meta), cli_usage("encode", "expected BASE and TARGET");
+  if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
+  cli_output o;
+  int rc = cli_output_open(&o, out, force);
+  if (rc) return free(meta), rc;
+  cli_progress_state progress = {"encoding", 0, 0};
+  if (common.progress) opt.progress = cli_progress, opt.progress_opaque = &progress;
+  opt.cancel = &cli_interrupted;
+  dcr_encode_stats st;
+  dcr_detail d;
+  int err = dcr_encode(argv[optind], argv[optind + 1], &opt, cli_output_write, &o, &st, &d);
+  cli_progress_end(&progress);
+  free(meta);
+  if (err) {
+    cli_output_abort(&o);
+    if (err == DCR_E_IO && !d.file[0]) snprintf(d.file, sizeof d.file, "%s", out);
+    cli_report(NULL, err, &d);
+    return cli_exit_code(err);
+  }
+  if ((rc = cli_output_commit(&o))) return rc;
+  if (!common.quiet) {
+    char a[32], b[32];
+    fprintf(stderr, "%s: %s, %.4f%% of the target (%s); %llu of %llu elements changed "
+            "(%.4f%%), %llu of %llu chunks carried\n",
+            out, cli_bytes(st.bundle_size, a),
+            st.target_size ? 100.0 * (double)st.bundle_size / (double)st.target_size : 0.0,
+            cli_bytes(st.target_size, b), (unsigned long long)st.changed_elements,
+            (unsigned long long)st.elements,
+            st.elements ? 100.0 * (double)st.changed_elements / (double)st.elements : 0.0,
+            (unsigned long long)st.changed_chunks, (unsigned long long)st.chunks);
+    if (common.verbose) {
+      fprintf(stderr, "  tensors added %llu, removed %llu, recoded %llu\n",
+              (unsigned long long)st.tensors_added, (unsigned long long)st.tensors_removed,
+              (unsigned long long)st.tensors_recoded);
+      for (int e = 1; e < DCR_ENC_COUNT; e++)
+        fprintf(stderr, "  %-17s %llu chunks\n", dcr_encoding_name(e),
+                (unsigned long long)st.chunks_by_encoding[e]);
+      if (st.changed_elements)
+        fprintf(stderr, "  %.3f bytes per changed element\n",
+                (double)st.bundle_size / (double)st.changed_elements);
+    }
+  }
+  return CLI_OK;
+}

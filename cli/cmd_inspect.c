@@ -1,0 +1,208 @@
+/*
+ * cmd_inspect.c - dcr inspect BUNDLE [--json]
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "Usage: dcr inspect BUNDLE [--json]\n"
+    "Show a bundle's header, identities, metadata, sections and, per tensor, what\n"
+    "changed and how it is encoded. The bundle's structure is checked first.\n\n"
+    "      --json           print one JSON document on stdout (see README)\n";
+
+typedef struct {
+  uint64_t chunks, elements, payload, by_encoding[DCR_ENC_COUNT];
+} tensor_stats;
+
+static const char *status_of(const dcr_tensor_info *t, const tensor_stats *s) {
+  if (!t->target.present) return "removed";
+  if (!t->base.present) return "added";
+  if (!t->delta_coded) return "recoded";
+  int reshaped = t->base.rank != t->target.rank ||
+                 (t->base.rank && memcmp(t->base.dims, t->target.dims, t->base.rank * 8));
+  if (reshaped) return "reshaped";
+  return s->chunks ? "changed" : "unchanged";
+}
+
+static json_t *shape_json(const dcr_tensor_side *s) {
+  json_t *a = json_array();
+  for (unsigned i = 0; i < s->rank; i++) json_array_append_new(a, json_integer((json_int_t)s->dims[i]));
+  return a;
+}
+
+static json_t *side_json(const dcr_tensor_side *s, int with_offset) {
+  if (!s->present) return json_null();
+  char hex[33];
+  cli_hex(s->hash, 16, hex);
+  json_t *o = json_pack("{s:s, s:o, s:I, s:s}", "dtype", dcr_dtype_name(s->dtype), "shape",
+                        shape_json(s), "byte_length", (json_int_t)s->byte_length, "hash", hex);
+  if (with_offset) json_object_set_new(o, "offset", json_integer((json_int_t)s->offset));
+  return o;
+}
+
+static json_t *encodings_json(const uint64_t *by) {
+  json_t *o = json_object();
+  for (int e = 1; e < DCR_ENC_COUNT; e++)
+    if (by[e]) json_object_set_new(o, dcr_encoding_name(e), json_integer((json_int_t)by[e]));
+  return o;
+}
+
+static void shape_text(const dcr_tensor_side *s, char *buf, size_t size) {
+  size_t n = (size_t)snprintf(buf, size, "[");
+  for (unsigned i = 0; i < s->rank && n < size; i++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%llu", i ? "," : "", (unsigned long long)s->dims[i]);
+  if (n < size) snprintf(buf + n, size - n, "]");
+}
+
+static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *info,
+                       const tensor_stats *ts, const tensor_stats *total, int verbose) {
+  char a[32], b[32], hex[33];
+  printf("%s: DCR bundle %u.%u, %s\n", path, info->format_major, info->format_minor,
+         cli_bytes(info->bundle_size, a));
+  printf("  kind %s, chunk size %s, %llu tensors, %llu changed chunks\n",
+         info->kind == DCR_KIND_RAW ? "raw" : "safetensors", cli_bytes(info->chunk_size, b),
+         (unsigned long long)info->entry_count, (unsigned long long)info->chunk_count);
+  cli_hex(info->base_state, 16, hex);
+  printf("  base state    %s\n", hex);
+  cli_hex(info->target_state, 16, hex);
+  printf("  target state  %s, %s (%.4f%% carried)\n", hex, cli_bytes(info->target_size, a),
+         info->target_size ? 100.0 * (double)info->bundle_size / (double)info->target_size : 0.0);
+  for (uint64_t i = 0; i < info->meta_count; i++) {
+    dcr_meta m;
+    dcr_reader_meta(r, i, &m);
+    printf("  meta %s = %s\n", m.key, m.value);
+  }
+  if (verbose) {
+    for (uint64_t i = 0; i < info->section_count; i++) {
+      dcr_section_info s;
+      dcr_reader_section(r, i, &s);
+      printf("  section %s at %llu, %llu bytes%s%s\n", s.type, (unsigned long long)s.offset,
+             (unsigned long long)s.length, s.critical ? "" : ", ancillary",
+             s.compression ? ", zstd" : "");
+    }
+  }
+  printf("  %-10s %-8s %-16s %10s %10s  %s\n", "status", "dtype", "shape", "changed",
+         "payload", "name");
+  for (uint64_t i = 0; i < info->entry_count; i++) {
+    dcr_tensor_info t;
+    dcr_reader_tensor(r, i, &t);
+    const dcr_tensor_side *s = t.target.present ? &t.target : &t.base;
+    const char *status = status_of(&t, &ts[i]);
+    if (!verbose && !strcmp(status, "unchanged")) continue;
+    char shape[64];
+    shape_text(s, shape, sizeof shape);
+    printf("  %-10s %-8s %-16s %10llu %10llu  %.*s\n", status, dcr_dtype_name(s->dtype), shape,
+           (unsigned long long)ts[i].elements, (unsigned long long)ts[i].payload,
+           (int)t.name_length, t.name);
+  }
+  printf("  total: %llu changed elements in %llu chunks, %s of payload", 
+         (unsigned long long)total->elements, (unsigned long long)total->chunks,
+         cli_bytes(total->payload, a));
+  for (int e = 1; e < DCR_ENC_COUNT; e++)
+    if (total->by_encoding[e]) printf(", %s %llu", dcr_encoding_name(e),
+                                      (unsigned long long)total->by_encoding[e]);
+  printf("\n");
+}
+
+static void print_json(const char *path, dcr_reader *r, const dcr_bundle_info *info,
+                       const tensor_stats *ts, const tensor_stats *total) {
+  char base[33], target[33], version[16];
+  cli_hex(info->base_state, 16, base);
+  cli_hex(info->target_state, 16, target);
+  snprintf(version, sizeof version, "%u.%u", info->format_major, info->format_minor);
+  json_t *doc = json_pack(
+      "{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:s}", "file", path, "format_version",
+      version, "bundle_size", (json_int_t)info->bundle_size, "kind",
+      info->kind == DCR_KIND_RAW ? "raw" : "safetensors", "chunk_size",
+      (json_int_t)info->chunk_size, "target_size", (json_int_t)info->target_size,
+      "prefix_length", (json_int_t)info->prefix_length, "chunk_count",
+      (json_int_t)info->chunk_count, "base_state", base, "target_state", target);
+  json_t *sections = json_array(), *meta = json_object(), *tensors = json_array();
+  for (uint64_t i = 0; i < info->section_count; i++) {
+    dcr_section_info s;
+    dcr_reader_section(r, i, &s);
+    json_array_append_new(sections, json_pack("{s:s, s:I, s:I, s:b, s:s}", "type", s.type,
+                                              "offset", (json_int_t)s.offset, "length",
+                                              (json_int_t)s.length, "critical", s.critical,
+                                              "compression", s.compression ? "zstd" : "none"));
+  }
+  for (uint64_t i = 0; i < info->meta_count; i++) {
+    dcr_meta m;
+    dcr_reader_meta(r, i, &m);
+    json_object_set_new(meta, m.key, json_string(m.value));
+  }
+  for (uint64_t i = 0; i < info->entry_count; i++) {
+    dcr_tensor_info t;
+    dcr_reader_tensor(r, i, &t);
+    json_t *o = json_pack("{s:s%, s:s, s:o, s:o, s:I, s:I, s:I, s:o}", "name", t.name,
+                          t.name_length, "status", status_of(&t, &ts[i]), "base",
+                          side_json(&t.base, 0), "target", side_json(&t.target, 1),
+                          "changed_chunks", (json_int_t)ts[i].chunks, "changed_elements",
+                          (json_int_t)ts[i].elements, "payload_bytes", (json_int_t)ts[i].payload,
+                          "encodings", encodings_json(ts[i].by_encoding));
+    json_array_append_new(tensors, o);
+  }
+  json_object_set_new(doc, "sections", sections);
+  json_object_set_new(doc, "meta", meta);
+  json_object_set_new(doc, "tensors", tensors);
+  json_object_set_new(doc, "totals",
+                      json_pack("{s:I, s:I, s:I, s:o}", "changed_elements",
+                                (json_int_t)total->elements, "changed_chunks",
+                                (json_int_t)total->chunks, "payload_bytes",
+                                (json_int_t)total->payload, "encodings",
+                                encodings_json(total->by_encoding)));
+  json_dumpf(doc, stdout, JSON_INDENT(2));
+  fputc('\n', stdout);
+  json_decref(doc);
+}
+
+int cmd_inspect(int argc, char **argv) {
+  static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
+                                        {"json", no_argument, NULL, OPT_JSON},
+                                        {NULL, 0, NULL, 0}};
+  cli_common common;
+  cli_common_init(&common);
+  int json = 0, c, stop = 0;
+  while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT, longs, NULL)) != -1) {
+    if (cli_common_option(&common, c, usage, &stop)) {
+      if (stop) return CLI_OK;
+      continue;
+    }
+    if (c == OPT_JSON) json = 1;
+    else return cli_usage("inspect", "invalid option");
+  }
+  if (argc - optind != 1) return cli_usage("inspect", "expected one BUNDLE");
+  const char *path = argv[optind];
+  dcr_reader *r;
+  void *mem;
+  dcr_detail d;
+  int err = cli_open_bundle(path, &r, &mem, &d);
+  if (err) {
+    cli_report(path, err, &d);
+    free(mem);
+    return cli_exit_code(err);
+  }
+  dcr_bundle_info info;
+  dcr_reader_info(r, &info);
+  tensor_stats *ts = calloc((size_t)info.entry_count + 1, sizeof *ts), total = {0};
+  if (!ts) return dcr_reader_free(r), free(mem), CLI_IO;
+  for (uint64_t i = 0; i < info.chunk_count; i++) {
+    dcr_chunk_info ch;
+    dcr_reader_chunk(r, i, &ch);
+    tensor_stats *s = &ts[ch.tensor];
+    s->chunks++, total.chunks++;
+    s->elements += ch.count, total.elements += ch.count;
+    s->payload += ch.payload_length, total.payload += ch.payload_length;
+    s->by_encoding[ch.encoding]++, total.by_encoding[ch.encoding]++;
+  }
+  if (json) print_json(path, r, &info, ts, &total);
+  else print_text(path, r, &info, ts, &total, common.verbose);
+  free(ts);
+  dcr_reader_free(r);
+  free(mem);
+  return CLI_OK;
+}

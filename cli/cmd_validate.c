@@ -1,0 +1,111 @@
+/*
+ * cmd_validate.c - dcr validate BUNDLE [--base BASE] [--target TARGET] [--json]
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "Usage: dcr validate BUNDLE [--base BASE] [--target TARGET] [--json]\n"
+    "Check a bundle's structure, every checksum and limit, and decode every chunk.\n"
+    "With --base, also check that it applies to BASE (nothing is written); with\n"
+    "--target, that TARGET is exactly the checkpoint it produces.\n"
+    "Exit status: 0 valid, 1 invalid or not matching, 3 could not run.\n\n"
+    "      --base BASE      check that the bundle applies to BASE\n"
+    "      --target TARGET  check that TARGET is the bundle's target\n"
+    "      --json           print one JSON document on stdout (see README)\n";
+
+static json_t *error_json(int code, const dcr_detail *d) {
+  json_t *e = json_pack("{s:s, s:i, s:s}", "code", dcr_error_name(code), "number", code,
+                        "message", d->message[0] ? d->message : dcr_error_message(code));
+  json_object_set_new(e, "file", d->file[0] ? json_string(d->file) : json_null());
+  json_object_set_new(e, "offset", d->offset != DCR_NONE ? json_integer((json_int_t)d->offset)
+                                                        : json_null());
+  json_object_set_new(e, "section", d->section[0] ? json_string(d->section) : json_null());
+  json_object_set_new(e, "tensor", d->tensor_name[0] ? json_string(d->tensor_name) : json_null());
+  json_object_set_new(e, "chunk", d->chunk != DCR_NONE ? json_integer((json_int_t)d->chunk)
+                                                      : json_null());
+  return e;
+}
+
+typedef struct {
+  int json, quiet, worst;
+  json_t *errors;
+  const char *bundle;
+} report;
+
+/* Records one check's outcome; returns 1 if it passed. */
+static int record(report *rp, int code, const dcr_detail *d) {
+  if (!code) return 1;
+  int exit_code = cli_exit_code(code);
+  if (exit_code == CLI_USAGE) exit_code = CLI_IO;
+  if (exit_code > rp->worst || rp->worst == CLI_OK) rp->worst = exit_code;
+  if (rp->json) json_array_append_new(rp->errors, error_json(code, d));
+  else cli_report(rp->bundle, code, d);
+  return 0;
+}
+
+static json_t *check_json(int ran, int ok) { return ran ? json_boolean(ok) : json_null(); }
+
+int cmd_validate(int argc, char **argv) {
+  static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
+                                        {"base", required_argument, NULL, OPT_BASE},
+                                        {"target", required_argument, NULL, OPT_TARGET},
+                                        {"json", no_argument, NULL, OPT_JSON},
+                                        {NULL, 0, NULL, 0}};
+  cli_common common;
+  cli_common_init(&common);
+  const char *base = NULL, *target = NULL;
+  int json = 0, c, stop = 0;
+  while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT, longs, NULL)) != -1) {
+    if (cli_common_option(&common, c, usage, &stop)) {
+      if (stop) return CLI_OK;
+      continue;
+    }
+    switch (c) {
+      case OPT_BASE: base = optarg; break;
+      case OPT_TARGET: target = optarg; break;
+      case OPT_JSON: json = 1; break;
+      default: return cli_usage("validate", "invalid option");
+    }
+  }
+  if (argc - optind != 1) return cli_usage("validate", "expected one BUNDLE");
+  report rp = {json, common.quiet, CLI_OK, json_array(), argv[optind]};
+  dcr_reader *r = NULL;
+  void *mem = NULL;
+  dcr_detail d;
+  dcr_apply_options aopt;
+  dcr_apply_options_default(&aopt);
+  aopt.cancel = &cli_interrupted;
+  int structure = record(&rp, cli_open_bundle(rp.bundle, &r, &mem, &d), &d);
+  int chunks = structure && record(&rp, dcr_reader_verify(r, &d), &d);
+  int base_ok = chunks && base && record(&rp, dcr_apply(r, base, NULL, &aopt, &d), &d);
+  int target_ok = chunks && target && record(&rp, dcr_check_target(r, target, &aopt, &d), &d);
+  int valid = rp.worst == CLI_OK;
+  if (json) {
+    json_t *doc = json_pack("{s:s, s:b, s:o}", "file", rp.bundle, "valid", valid, "errors",
+                            rp.errors);
+    json_object_set_new(doc, "checks",
+                        json_pack("{s:b, s:o, s:o, s:o}", "structure", structure, "chunks",
+                                  check_json(structure, chunks), "base",
+                                  check_json(chunks && base, base_ok), "target",
+                                  check_json(chunks && target, target_ok)));
+    json_dumpf(doc, stdout, JSON_INDENT(2));
+    fputc('\n', stdout);
+    json_decref(doc);
+  } else {
+    json_decref(rp.errors);
+    if (valid && !common.quiet) {
+      dcr_bundle_info info;
+      dcr_reader_info(r, &info);
+      printf("%s: valid (%llu chunks%s%s)\n", rp.bundle, (unsigned long long)info.chunk_count,
+             base ? ", applies to the base" : "", target ? ", produces the target" : "");
+    }
+  }
+  dcr_reader_free(r);
+  free(mem);
+  return rp.worst;
+}

@@ -1,0 +1,114 @@
+/*
+ * common.c - option handling, error reports and number parsing shared by the
+ * commands.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void cli_common_init(cli_common *c) {
+  c->quiet = 0;
+  c->verbose = 0;
+  c->progress = isatty(STDERR_FILENO);
+}
+
+int cli_common_option(cli_common *c, int opt, const char *usage, int *exit_now) {
+  switch (opt) {
+    case 'h':
+      fputs(usage, stdout);
+      fputs(CLI_COMMON_HELP, stdout);
+      *exit_now = 1;
+      return 1;
+    case 'q': c->quiet = 1, c->verbose = 0, c->progress = 0; return 1;
+    case 'v': c->verbose = 1, c->quiet = 0; return 1;
+    case OPT_NO_PROGRESS: c->progress = 0; return 1;
+    default: return 0;
+  }
+}
+
+int cli_exit_code(int code) {
+  switch (code) {
+    case DCR_OK: return CLI_OK;
+    case DCR_E_IO:
+    case DCR_E_NOMEM: return CLI_IO;
+    case DCR_E_ARGUMENT: return CLI_USAGE;
+    case DCR_E_INTERRUPTED: return CLI_INTERRUPTED;
+    default: return CLI_INVALID;
+  }
+}
+
+void cli_report(const char *fallback_file, int code, const dcr_detail *d) {
+  const char *file = d && d->file[0] ? d->file : fallback_file;
+  fprintf(stderr, "dcr: ");
+  if (file && *file) fprintf(stderr, "%s: ", file);
+  fprintf(stderr, "%s: %s", dcr_error_name(code),
+          d && d->message[0] ? d->message : dcr_error_message(code));
+  if (d) {
+    const char *sep = " (";
+    if (d->offset != DCR_NONE)
+      fprintf(stderr, "%soffset %llu", sep, (unsigned long long)d->offset), sep = ", ";
+    if (d->section[0]) fprintf(stderr, "%ssection %s", sep, d->section), sep = ", ";
+    if (d->tensor_name[0]) fprintf(stderr, "%stensor \"%s\"", sep, d->tensor_name), sep = ", ";
+    else if (d->tensor != DCR_NONE)
+      fprintf(stderr, "%stensor #%llu", sep, (unsigned long long)d->tensor), sep = ", ";
+    if (d->chunk != DCR_NONE) fprintf(stderr, "%schunk %llu", sep, (unsigned long long)d->chunk), sep = ", ";
+    if (sep[0] == ',') fputc(')', stderr);
+  }
+  fputc('\n', stderr);
+}
+
+int cli_usage(const char *command, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "dcr%s%s: ", command ? " " : "", command ? command : "");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'dcr %s%s--help'.\n", command ? command : "", command ? " " : "");
+  return CLI_USAGE;
+}
+
+int cli_parse_uint(const char *s, uint64_t max, uint64_t *out) {
+  char *end;
+  if (!*s || *s == '-') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *out) {
+  char *end;
+  if (!*s || *s == '-') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  unsigned shift = 0;
+  if (*end) {
+    const char *units = "KMGT";
+    const char *u = strchr(units, *end & ~0x20);
+    if (!u || (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))) return -1;
+    shift = 10u * (unsigned)(u - units + 1);
+  }
+  if (shift && v > (UINT64_MAX >> shift)) return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+const char *cli_bytes(uint64_t n, char buf[32]) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)n;
+  unsigned u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, u++;
+  if (u == 0) snprintf(buf, 32, "%llu B", (unsigned long long)n);
+  else snprintf(buf, 32, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+void cli_hex(const uint8_t *p, size_t n, char *out) {
+  for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", p[i]);
+}

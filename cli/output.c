@@ -1,0 +1,154 @@
+/*
+ * output.c - where the CLI's results go: outputs committed by rename only after
+ * success, bundles read from standard input, progress lines and signals.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+volatile int cli_interrupted;
+
+static void on_signal(int sig) {
+  (void)sig;
+  cli_interrupted = 1;
+}
+
+void cli_signals_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+void cli_progress(void *opaque, uint64_t done, uint64_t total) {
+  cli_progress_state *p = opaque;
+  uint64_t percent = total ? done * 100 / total : 100;
+  if (p->shown && percent == p->last_percent) return;
+  char a[32], b[32];
+  fprintf(stderr, "\r%s: %3llu%% (%s of %s)  ", p->what, (unsigned long long)percent,
+          cli_bytes(done, a), cli_bytes(total, b));
+  p->shown = 1;
+  p->last_percent = percent;
+}
+
+void cli_progress_end(cli_progress_state *p) {
+  if (p->shown) fputs("\r\033[K", stderr);
+  p->shown = 0;
+}
+
+int cli_check_output(const char *path, int force) {
+  struct stat st;
+  if (strcmp(path, "-") && !force && !lstat(path, &st)) {
+    fprintf(stderr, "dcr: %s: already exists; use -f to overwrite\n", path);
+    return CLI_USAGE;
+  }
+  if (!strcmp(path, "-") && isatty(STDOUT_FILENO)) {
+    fprintf(stderr, "dcr: refusing to write binary data to a terminal; use -o FILE\n");
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+int cli_output_open(cli_output *o, const char *path, int force) {
+  memset(o, 0, sizeof *o);
+  o->path = path;
+  o->fd = -1;
+  int rc = cli_check_output(path, force);
+  if (rc) return rc;
+  if (!strcmp(path, "-")) {
+    o->to_stdout = 1;
+    o->fd = STDOUT_FILENO;
+    return CLI_OK;
+  }
+  if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.dcr-XXXXXX", path) >= sizeof o->tmp) {
+    fprintf(stderr, "dcr: %s: path too long\n", path);
+    return CLI_USAGE;
+  }
+  o->fd = mkstemp(o->tmp);
+  if (o->fd < 0) {
+    fprintf(stderr, "dcr: %s: DCR_E_IO: cannot create a temporary file: %s\n", path,
+            strerror(errno));
+    o->tmp[0] = '\0';
+    return CLI_IO;
+  }
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(o->fd, 0666 & ~mask);
+  return CLI_OK;
+}
+
+int cli_output_write(void *opaque, const void *data, size_t size) {
+  cli_output *o = opaque;
+  const char *p = data;
+  while (size) {
+    ssize_t n = write(o->fd, p, size);
+    if (n < 0 && errno == EINTR && !cli_interrupted) continue;
+    if (n <= 0) return -1;
+    p += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+int cli_output_commit(cli_output *o) {
+  if (o->to_stdout) return CLI_OK;
+  int fd = o->fd;
+  o->fd = -1;
+  if (fsync(fd) || close(fd) || rename(o->tmp, o->path)) {
+    fprintf(stderr, "dcr: %s: DCR_E_IO: cannot write: %s\n", o->path, strerror(errno));
+    unlink(o->tmp);
+    return CLI_IO;
+  }
+  return CLI_OK;
+}
+
+void cli_output_abort(cli_output *o) {
+  if (o->to_stdout) return;
+  if (o->fd >= 0) close(o->fd);
+  if (o->tmp[0]) unlink(o->tmp);
+  o->fd = -1;
+}
+
+static int read_failed(dcr_detail *d, int code, const char *what) {
+  memset(d, 0, sizeof *d);
+  d->offset = d->tensor = d->chunk = DCR_NONE;
+  d->code = code;
+  snprintf(d->file, sizeof d->file, "(stdin)");
+  snprintf(d->message, sizeof d->message, "%s", what);
+  return code;
+}
+
+int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d) {
+  *memory = NULL;
+  *reader = NULL;
+  if (strcmp(path, "-")) return dcr_reader_open_file(reader, path, NULL, d);
+  size_t cap = 1 << 20, n = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (!buf) return read_failed(d, DCR_E_NOMEM, "cannot hold the bundle in memory");
+    ssize_t r = read(STDIN_FILENO, buf + n, cap - n);
+    if (cli_interrupted) return free(buf), read_failed(d, DCR_E_INTERRUPTED, "interrupted");
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return free(buf), read_failed(d, DCR_E_IO, strerror(errno));
+    if (r == 0) break;
+    n += (size_t)r;
+    if (n == cap) {
+      char *p = realloc(buf, cap *= 2);
+      if (!p) free(buf);
+      buf = p;
+    }
+  }
+  *memory = buf;
+  int rc = dcr_reader_open_memory(reader, buf, n, NULL, d);
+  if (rc && !strcmp(d->file, "<memory>")) snprintf(d->file, sizeof d->file, "(stdin)");
+  return rc;
+}

@@ -1,0 +1,148 @@
+/*
+ * chunk_decode.c - decodes one chunk's encoded data and applies it (SPEC.md §9).
+ * Every size is checked against the chunk's geometry before a byte is
+ * decompressed or written, so a hostile chunk can only fail, never overrun.
+ */
+#include <stdlib.h>
+
+#include "codec.h"
+
+int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size) {
+  memset(dd, 0, sizeof *dd);
+  dd->capacity = chunk_size;
+  dd->dctx = ZSTD_createDCtx();
+  dd->pos = malloc(chunk_size * sizeof *dd->pos);
+  dd->varints = malloc(DCR__VARINT_MAX * chunk_size);
+  dd->planes = malloc(chunk_size);
+  if (!dd->dctx || !dd->pos || !dd->varints || !dd->planes) {
+    dcr__chunk_decoder_free(dd);
+    return DCR_E_NOMEM;
+  }
+  return DCR_OK;
+}
+
+void dcr__chunk_decoder_free(dcr__chunk_decoder *dd) {
+  ZSTD_freeDCtx(dd->dctx);
+  free(dd->pos);
+  free(dd->varints);
+  free(dd->planes);
+  memset(dd, 0, sizeof *dd);
+}
+
+typedef struct {
+  const uint8_t *p;
+  size_t left;
+} input;
+
+/* Takes the next stored stream. `exact` is its required size; otherwise `max`
+ * bounds it (position streams, whose size only their count bounds). Stored
+ * streams are returned in place; compressed ones are inflated into `buf`. */
+static int next_stream(dcr__chunk_decoder *dd, input *in, int compression, size_t exact,
+                       size_t max, uint8_t *buf, const uint8_t **out, size_t *length,
+                       dcr_detail *d) {
+  if (compression == DCR_COMP_NONE) {
+    size_t n = exact ? exact : (in->left < max ? in->left : max);
+    if (in->left < n)
+      return dcr__fail(d, DCR_E_ENCODING, "stream of %zu bytes but %zu remain", n, in->left);
+    *out = in->p;
+    *length = n;
+    if (exact) in->p += n, in->left -= n; /* a position stream advances once parsed */
+    return DCR_OK;
+  }
+  size_t frame = ZSTD_findFrameCompressedSize(in->p, in->left);
+  if (ZSTD_isError(frame))
+    return dcr__fail(d, DCR_E_DECOMPRESS, "not a zstd frame: %s", ZSTD_getErrorName(frame));
+  unsigned long long size = ZSTD_getFrameContentSize(in->p, frame);
+  if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR)
+    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame does not declare its content size");
+  if (exact ? size != exact : size > max)
+    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame declares %llu bytes; the stream %s %zu",
+                     size, exact ? "is" : "may hold at most", exact ? exact : max);
+  size_t got = ZSTD_decompressDCtx(dd->dctx, buf, (size_t)size, in->p, frame);
+  if (ZSTD_isError(got) || got != size)
+    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame: %s",
+                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
+  in->p += frame;
+  in->left -= frame;
+  *out = buf;
+  *length = (size_t)size;
+  return DCR_OK;
+}
+
+static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, size_t count,
+                          size_t n, dcr_detail *d) {
+  const uint8_t *s;
+  size_t length, used;
+  int rc = next_stream(dd, in, compression, 0, DCR__VARINT_MAX * count, dd->varints, &s,
+                       &length, d);
+  if (rc || (rc = dcr__positions_read(s, length, count, n, dd->pos, &used, d))) return rc;
+  if (compression == DCR_COMP_NONE) in->p += used, in->left -= used;
+  else if (used != length)
+    return dcr__fail(d, DCR_E_POSITION, "%zu bytes left after the last position", length - used);
+  return DCR_OK;
+}
+
+static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
+                        unsigned esize, int is_xor, uint8_t *chunk, dcr_detail *d) {
+  for (size_t i = 0; i < count; i++) {
+    uint8_t *e = chunk ? chunk + (size_t)dd->pos[i] * esize : NULL;
+    uint8_t any = 0, same = 1;
+    for (unsigned b = 0; b < esize; b++) {
+      uint8_t v = planes[b * count + i];
+      any |= v;
+      if (e) same &= (is_xor ? !v : e[b] == v);
+    }
+    if (is_xor ? !any : (e && same))
+      return dcr__fail(d, DCR_E_ENCODING, "position %zu (element %u) does not change", i,
+                       dd->pos[i]);
+    if (e)
+      for (unsigned b = 0; b < esize; b++)
+        e[b] = (uint8_t)(is_xor ? e[b] ^ planes[b * count + i] : planes[b * count + i]);
+  }
+  return DCR_OK;
+}
+
+int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,
+                      size_t length, unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
+  if (c->compression > DCR_COMP_ZSTD)
+    return dcr__fail(d, DCR_E_ENCODING, "unknown compression %u", c->compression);
+  if (c->encoding < DCR_ENC_XOR_DENSE || c->encoding > DCR_ENC_OVERWRITE_SPARSE)
+    return dcr__fail(d, DCR_E_ENCODING, "unknown encoding %u", c->encoding);
+  /* The index checks this too; repeated so that no caller can make the buffers
+   * sized for n overflow. */
+  if (c->count == 0 || c->count > n)
+    return dcr__fail(d, DCR_E_INDEX, "count %u outside 1..%zu", c->count, n);
+  int is_sparse = c->encoding == DCR_ENC_XOR_SPARSE || c->encoding == DCR_ENC_OVERWRITE_SPARSE;
+  int is_xor = c->encoding == DCR_ENC_XOR_DENSE || c->encoding == DCR_ENC_XOR_SPARSE;
+  size_t k = is_sparse ? c->count : n;
+  input in = {data, length};
+  const uint8_t *planes;
+  size_t plane_bytes;
+  int rc = DCR_OK;
+  if (is_sparse && (rc = read_positions(dd, &in, c->compression, c->count, n, d))) return rc;
+  if ((rc = next_stream(dd, &in, c->compression, k * esize, 0, dd->planes, &planes,
+                        &plane_bytes, d)))
+    return rc;
+  if (in.left)
+    return dcr__fail(d, DCR_E_ENCODING, "%zu bytes left after the last stream", in.left);
+  if (is_sparse) return apply_sparse(dd, planes, k, esize, is_xor, chunk, d);
+  if (is_xor) {
+    size_t changed = dcr__planes_nonzero(planes, n, esize);
+    if (changed != c->count)
+      return dcr__fail(d, DCR_E_ENCODING, "XOR changes %zu elements; count says %u", changed,
+                       c->count);
+    if (chunk) dcr__planes_xor_into(chunk, planes, n, esize);
+    return DCR_OK;
+  }
+  if (!chunk) return DCR_OK;
+  /* Overwrite: the count can only be checked against the bytes it replaces. Join
+   * into the spare varint buffer first so the chunk is untouched on failure. */
+  uint8_t *joined = dd->varints;
+  dcr__planes_join(joined, planes, n, esize);
+  size_t changed = dcr__count_changed(chunk, joined, n, esize);
+  if (changed != c->count)
+    return dcr__fail(d, DCR_E_ENCODING, "overwrite changes %zu elements; count says %u",
+                     changed, c->count);
+  memcpy(chunk, joined, n * esize);
+  return DCR_OK;
+}

@@ -1,0 +1,127 @@
+/*
+ * chunk_encode.c - picks the smallest encoding of one chunk (SPEC.md §9). Every
+ * candidate is built and measured, compressed and not; the first smallest wins
+ * (lowest encoding id, then no compression), so the choice is deterministic.
+ */
+#include <stdlib.h>
+
+#include "codec.h"
+
+/* Sparse encodings cannot win above 1/2 of elements changed (each position costs
+ * at least a byte more than dense), and dense ones have never won below 1/16 in
+ * measurements: skipping them there halves the encoder's compression work. */
+#define SPARSE_MAX_NUM 1
+#define SPARSE_MAX_DEN 2
+#define DENSE_MIN_DEN 16
+
+int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level) {
+  memset(ce, 0, sizeof *ce);
+  ce->level = level;
+  ce->capacity = chunk_size;
+  /* Worst cases: one-byte elements (n = chunk_size positions, 5 bytes each) and
+   * eight-byte ones (8 planes). Pages are touched only as far as data goes. */
+  ce->trial_capacity = ZSTD_compressBound(DCR__VARINT_MAX * chunk_size) +
+                       8 * ZSTD_compressBound(chunk_size);
+  ce->pos = malloc(chunk_size * sizeof *ce->pos);
+  ce->values = malloc(chunk_size);
+  ce->planes = malloc(chunk_size);
+  ce->varints = malloc(DCR__VARINT_MAX * chunk_size);
+  ce->trial = malloc(ce->trial_capacity);
+  ce->best = malloc(ce->trial_capacity);
+  if (level > 0) ce->cctx = ZSTD_createCCtx();
+  if (!ce->pos || !ce->values || !ce->planes || !ce->varints || !ce->trial || !ce->best ||
+      (level > 0 && !ce->cctx)) {
+    dcr__chunk_encoder_free(ce);
+    return DCR_E_NOMEM;
+  }
+  return DCR_OK;
+}
+
+void dcr__chunk_encoder_free(dcr__chunk_encoder *ce) {
+  ZSTD_freeCCtx(ce->cctx);
+  free(ce->pos);
+  free(ce->values);
+  free(ce->planes);
+  free(ce->varints);
+  free(ce->trial);
+  free(ce->best);
+  memset(ce, 0, sizeof *ce);
+}
+
+typedef struct {
+  const uint8_t *data[2];
+  size_t length[2];
+  unsigned count;
+} streams;
+
+static void keep_trial(dcr__chunk_encoder *ce, dcr__encoded *best, uint8_t encoding,
+                       uint8_t compression, size_t length) {
+  uint8_t *t = ce->best;
+  ce->best = ce->trial;
+  ce->trial = t;
+  best->encoding = encoding;
+  best->compression = compression;
+  best->length = length;
+  best->data = ce->best;
+}
+
+/* Measures one encoding stored and compressed; keeps it if strictly smaller. */
+static int consider(dcr__chunk_encoder *ce, uint8_t encoding, const streams *s,
+                    dcr__encoded *best) {
+  size_t raw = 0;
+  for (unsigned i = 0; i < s->count; i++) raw += s->length[i];
+  if (raw < best->length) {
+    uint8_t *p = ce->trial;
+    for (unsigned i = 0; i < s->count; i++) memcpy(p, s->data[i], s->length[i]), p += s->length[i];
+    keep_trial(ce, best, encoding, DCR_COMP_NONE, raw);
+  }
+  if (!ce->cctx) return DCR_OK;
+  size_t z = 0;
+  for (unsigned i = 0; i < s->count; i++) {
+    size_t n = ZSTD_compressCCtx(ce->cctx, ce->trial + z, ce->trial_capacity - z, s->data[i],
+                                 s->length[i], ce->level);
+    if (ZSTD_isError(n)) return DCR_E_NOMEM;
+    z += n;
+  }
+  if (z < best->length) keep_trial(ce, best, encoding, DCR_COMP_ZSTD, z);
+  return DCR_OK;
+}
+
+int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t *target,
+                      size_t bytes, unsigned esize, dcr__encoded *out) {
+  size_t n = bytes / esize;
+  size_t count = dcr__detect(base, target, n, esize, ce->pos);
+  memset(out, 0, sizeof *out);
+  out->count = (uint32_t)count;
+  if (!count) return DCR_OK;
+  out->length = SIZE_MAX;
+  int sparse = count * SPARSE_MAX_DEN <= n * SPARSE_MAX_NUM;
+  int dense = count * DENSE_MIN_DEN >= n;
+  size_t varlen = sparse ? dcr__positions_write(ce->varints, ce->pos, count) : 0;
+  streams s;
+  int rc = DCR_OK;
+  for (uint8_t enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_OVERWRITE_SPARSE && !rc; enc++) {
+    int is_sparse = enc == DCR_ENC_XOR_SPARSE || enc == DCR_ENC_OVERWRITE_SPARSE;
+    int is_xor = enc == DCR_ENC_XOR_DENSE || enc == DCR_ENC_XOR_SPARSE;
+    if (is_sparse ? !sparse : !dense) continue;
+    size_t k = is_sparse ? count : n;
+    const uint8_t *elems = target;
+    if (is_sparse) {
+      for (size_t i = 0; i < count; i++)
+        for (unsigned b = 0; b < esize; b++) {
+          size_t at = (size_t)ce->pos[i] * esize + b;
+          ce->values[i * esize + b] = (uint8_t)(is_xor ? base[at] ^ target[at] : target[at]);
+        }
+      elems = ce->values;
+    } else if (is_xor) {
+      for (size_t i = 0; i < bytes; i++) ce->values[i] = base[i] ^ target[i];
+      elems = ce->values;
+    }
+    dcr__planes_split(ce->planes, elems, k, esize);
+    s.count = 0;
+    if (is_sparse) s.data[s.count] = ce->varints, s.length[s.count++] = varlen;
+    s.data[s.count] = ce->planes, s.length[s.count++] = k * esize;
+    rc = consider(ce, enc, &s, out);
+  }
+  return rc;
+}

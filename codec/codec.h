@@ -1,0 +1,103 @@
+/*
+ * codec.h - the codec layer: change detection, the encodings of SPEC.md §9,
+ * compression, and the drivers that encode and apply whole checkpoints. Talks to
+ * bundle bytes only through format/.
+ */
+#ifndef DCR_CODEC_H
+#define DCR_CODEC_H
+
+#include <zstd.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "../format/format.h"
+
+/* ---- planes.c: byte planes (§9.1). `elems` values of `esize` bytes. */
+DCR_HIDDEN void dcr__planes_split(uint8_t *planes, const uint8_t *elems, size_t count,
+                                  unsigned esize);
+/* elems[i] ^= planes (xor) or elems[i] = planes, element by element. */
+DCR_HIDDEN void dcr__planes_xor_into(uint8_t *elems, const uint8_t *planes, size_t count,
+                                     unsigned esize);
+DCR_HIDDEN void dcr__planes_join(uint8_t *elems, const uint8_t *planes, size_t count,
+                                 unsigned esize);
+/* Number of elements of the planes that are not all-zero bytes. */
+DCR_HIDDEN size_t dcr__planes_nonzero(const uint8_t *planes, size_t count, unsigned esize);
+
+/* ---- positions.c: position streams (§9.1) */
+#define DCR__VARINT_MAX 5
+/* Writes the gap varints of `count` strictly increasing positions; returns bytes. */
+DCR_HIDDEN size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count);
+/* Reads exactly `count` positions below n from in[0..length); *used gets the bytes
+ * consumed. Fails with DCR_E_POSITION. */
+DCR_HIDDEN int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
+                                   uint32_t *pos, size_t *used, dcr_detail *d);
+
+/* ---- detect.c: change detection, on bits (§3) */
+/* Writes the indices of the elements that differ to pos (room for n) and returns
+ * how many there are. */
+DCR_HIDDEN size_t dcr__detect(const uint8_t *base, const uint8_t *target, size_t n,
+                              unsigned esize, uint32_t *pos);
+/* Number of elements that differ, without positions. */
+DCR_HIDDEN size_t dcr__count_changed(const uint8_t *a, const uint8_t *b, size_t n,
+                                     unsigned esize);
+
+/* ---- chunk_encode.c: the smallest encoding of one chunk (§9) */
+typedef struct {
+  ZSTD_CCtx *cctx;
+  int level;
+  uint32_t *pos;               /* n positions */
+  uint8_t *values, *planes;    /* n·esize each */
+  uint8_t *varints;            /* 5·n */
+  uint8_t *trial, *best;       /* candidate encoded data */
+  size_t capacity;             /* chunk bytes the buffers were sized for */
+  size_t trial_capacity;
+} dcr__chunk_encoder;
+
+typedef struct {
+  uint8_t encoding, compression;
+  uint32_t count;        /* 0: unchanged, nothing to carry */
+  const uint8_t *data;   /* encoded data, valid until the next call */
+  size_t length;
+} dcr__encoded;
+
+DCR_HIDDEN int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level);
+DCR_HIDDEN void dcr__chunk_encoder_free(dcr__chunk_encoder *ce);
+DCR_HIDDEN int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base,
+                                 const uint8_t *target, size_t bytes, unsigned esize,
+                                 dcr__encoded *out);
+
+/* ---- chunk_decode.c: decoding and applying one chunk (§9, §10) */
+typedef struct {
+  ZSTD_DCtx *dctx;
+  uint32_t *pos;
+  uint8_t *varints, *planes;
+  size_t capacity;
+} dcr__chunk_decoder;
+
+DCR_HIDDEN int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size);
+DCR_HIDDEN void dcr__chunk_decoder_free(dcr__chunk_decoder *dd);
+/* Decodes `data` (the encoded data after the chunk record) for a chunk of n
+ * elements and, if `chunk` is not NULL, applies it to chunk's bytes in place.
+ * Checks every rule of §9 that the presence or absence of `chunk` allows. */
+DCR_HIDDEN int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c,
+                                 const uint8_t *data, size_t length, unsigned esize, size_t n,
+                                 uint8_t *chunk, dcr_detail *d);
+
+/* ---- hash.c: tensor hashes (§7) */
+DCR_HIDDEN void dcr__digest128(XXH3_state_t *st, uint8_t out[16]);
+/* XXH3-128 of `length` bytes of fd from `start`, read through buf of `size` bytes. */
+DCR_HIDDEN int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t *buf,
+                               size_t size, uint8_t out[16], dcr_detail *d);
+
+/* ---- pool.c: a fixed set of worker threads that run a batch of jobs */
+typedef struct dcr__pool dcr__pool;
+typedef void (*dcr__job_fn)(void *ctx, size_t job, unsigned worker);
+DCR_HIDDEN int dcr__pool_create(dcr__pool **pool, unsigned threads);
+/* Runs fn(ctx, j, worker) for every j < jobs across the threads (the caller's
+ * included) and returns when all are done. */
+DCR_HIDDEN void dcr__pool_run(dcr__pool *pool, size_t jobs, dcr__job_fn fn, void *ctx);
+DCR_HIDDEN unsigned dcr__pool_threads(const dcr__pool *pool);
+DCR_HIDDEN void dcr__pool_free(dcr__pool *pool);
+DCR_HIDDEN unsigned dcr__default_threads(void);
+
+#endif

@@ -1,0 +1,355 @@
+/*
+ * encoder.c - dcr_encode: two checkpoints in, a bundle out (SPEC.md §4-§9).
+ *
+ * Both inputs are read once, chunk by chunk, in manifest order. Workers read,
+ * hash and encode a batch of chunks into per-job slots; the calling thread then
+ * consumes the slots in order, feeding the tensor hashes (which must see bytes in
+ * order) and the writer. Memory is one batch of slots, whatever the checkpoint size.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../format/checkpoint.h"
+#include "codec.h"
+
+#define NO_CHUNK UINT32_MAX /* a job that only marks an entry with no chunks */
+
+typedef struct {
+  uint32_t entry, chunk;
+} job;
+
+typedef struct {
+  uint8_t *base, *target;
+  size_t bytes;
+  dcr__chunk_encoder enc;
+  dcr__encoded out;
+  uint64_t base_check, target_check;
+  int rc;
+  dcr_detail detail;
+} slot;
+
+typedef struct {
+  const dcr_encode_options *opt;
+  dcr__checkpoint ck[2]; /* base, target */
+  int fd[2];
+  const char *path[2];
+  dcr__manifest man;
+  job *jobs;
+  size_t job_count;
+  slot *slots;
+  size_t slot_count;
+  uint8_t *spare; /* chunk buffer for hashing base tensors that are not delta-coded */
+  const job *batch;
+  dcr__chunk *index;
+  uint64_t index_count, index_capacity;
+  XXH3_state_t base_hash, target_hash;
+  dcr__writer w;
+  dcr_encode_stats stats;
+} encoder;
+
+static uint64_t tensor_start(const encoder *e, int side, const dcr__desc *t) {
+  return e->ck[side].prefix_length + t->offset;
+}
+
+static void encode_job(void *ctx, size_t j, unsigned worker) {
+  (void)worker;
+  encoder *e = ctx;
+  const job *jb = &e->batch[j];
+  slot *s = &e->slots[j];
+  s->rc = DCR_OK;
+  s->bytes = 0;
+  dcr__detail_init(&s->detail);
+  if (jb->chunk == NO_CHUNK) return;
+  const dcr__entry *en = &e->man.entries[jb->entry];
+  uint64_t at = (uint64_t)jb->chunk * e->man.chunk_size;
+  uint64_t left = en->target.byte_length - at;
+  s->bytes = left < e->man.chunk_size ? (size_t)left : e->man.chunk_size;
+  int rc = dcr__pread_full(e->fd[1], s->target, s->bytes,
+                           tensor_start(e, 1, &en->target) + at, &s->detail);
+  if (!rc && dcr__entry_delta_coded(en)) {
+    rc = dcr__pread_full(e->fd[0], s->base, s->bytes, tensor_start(e, 0, &en->base) + at,
+                         &s->detail);
+    if (rc) dcr__detail_file(&s->detail, e->path[0]);
+  } else if (!rc) {
+    memset(s->base, 0, s->bytes);
+  } else {
+    dcr__detail_file(&s->detail, e->path[1]);
+  }
+  if (!rc) {
+    s->base_check = XXH3_64bits(s->base, s->bytes);
+    s->target_check = XXH3_64bits(s->target, s->bytes);
+    rc = dcr__encode_chunk(&s->enc, s->base, s->target, s->bytes,
+                           dcr_dtype_size(en->target.dtype), &s->out);
+    if (rc) dcr__fail(&s->detail, rc, "cannot encode chunk");
+  }
+  s->rc = rc;
+}
+
+/* Merges the two name-sorted tensor lists into manifest entries (§6.1). */
+static int build_manifest(encoder *e, dcr_detail *d) {
+  const dcr__checkpoint *b = &e->ck[0], *t = &e->ck[1];
+  size_t cap = b->count + t->count;
+  e->man.entries = calloc(cap ? cap : 1, sizeof *e->man.entries);
+  if (!e->man.entries) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the manifest");
+  size_t i = 0, j = 0, n = 0;
+  while (i < b->count || j < t->count) {
+    const dcr__tensor *x = i < b->count ? &b->tensors[i] : NULL;
+    const dcr__tensor *y = j < t->count ? &t->tensors[j] : NULL;
+    int c = !x ? 1 : !y ? -1 : dcr__name_cmp(x->name, x->name_length, y->name, y->name_length);
+    dcr__entry *en = &e->man.entries[n];
+    const dcr__tensor *named = c <= 0 ? x : y;
+    if (named->name_length > UINT16_MAX)
+      return dcr__fail(d, DCR_E_LIMIT, "tensor name of %zu bytes", named->name_length);
+    en->name = named->name;
+    en->name_length = (uint16_t)named->name_length;
+    if (c <= 0) en->presence |= DCR__HAS_BASE, en->base = x->desc, i++;
+    if (c >= 0) en->presence |= DCR__HAS_TARGET, en->target = y->desc, j++;
+    e->stats.tensors_added += c > 0;
+    e->stats.tensors_removed += c < 0;
+    e->stats.tensors_recoded += !c && !dcr__entry_delta_coded(en);
+    n++;
+  }
+  if (n > UINT32_MAX) return dcr__fail(d, DCR_E_LIMIT, "%zu tensors", n);
+  e->man.entry_count = n;
+  e->man.chunk_size = e->opt->chunk_size;
+  e->man.kind = t->kind;
+  e->man.prefix = t->prefix;
+  e->man.prefix_length = t->prefix_length;
+  e->man.data_length = t->file_size - t->prefix_length;
+  return DCR_OK;
+}
+
+static int build_jobs(encoder *e, dcr_detail *d) {
+  size_t count = 0;
+  for (uint64_t i = 0; i < e->man.entry_count; i++) {
+    const dcr__entry *en = &e->man.entries[i];
+    uint64_t c = en->presence & DCR__HAS_TARGET
+                     ? dcr__chunk_count(en->target.byte_length, e->man.chunk_size) : 0;
+    if (c > UINT32_MAX - 1)
+      return dcr__fail(d, DCR_E_LIMIT, "tensor has %llu chunks; the limit is 2^32-1",
+                       (unsigned long long)c);
+    count += c ? (size_t)c : 1;
+  }
+  e->jobs = malloc(count * sizeof *e->jobs + 1);
+  if (!e->jobs) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu jobs", count);
+  for (uint64_t i = 0; i < e->man.entry_count; i++) {
+    const dcr__entry *en = &e->man.entries[i];
+    uint64_t c = en->presence & DCR__HAS_TARGET
+                     ? dcr__chunk_count(en->target.byte_length, e->man.chunk_size) : 0;
+    if (!c) e->jobs[e->job_count++] = (job){(uint32_t)i, NO_CHUNK};
+    for (uint64_t k = 0; k < c; k++) e->jobs[e->job_count++] = (job){(uint32_t)i, (uint32_t)k};
+  }
+  return DCR_OK;
+}
+
+/* A base tensor that is not delta-coded (removed or recoded) is read only for its
+ * identity, here; the others are hashed as their chunks go by. */
+static int begin_entry(encoder *e, uint32_t i, dcr_detail *d) {
+  dcr__entry *en = &e->man.entries[i];
+  XXH3_128bits_reset(&e->base_hash);
+  XXH3_128bits_reset(&e->target_hash);
+  if ((en->presence & DCR__HAS_BASE) && !dcr__entry_delta_coded(en)) {
+    int rc = dcr__hash_range(e->fd[0], tensor_start(e, 0, &en->base), en->base.byte_length,
+                             e->spare, e->man.chunk_size, en->base.hash, d);
+    if (rc) return dcr__detail_file(d, e->path[0]), rc;
+  }
+  return DCR_OK;
+}
+
+static void end_entry(encoder *e, uint32_t i) {
+  dcr__entry *en = &e->man.entries[i];
+  if (en->presence & DCR__HAS_TARGET) dcr__digest128(&e->target_hash, en->target.hash);
+  if (dcr__entry_delta_coded(en)) dcr__digest128(&e->base_hash, en->base.hash);
+}
+
+static int emit_chunk(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
+  if (e->index_count == e->index_capacity) {
+    uint64_t cap = e->index_capacity ? 2 * e->index_capacity : 256;
+    dcr__chunk *p = realloc(e->index, (size_t)cap * sizeof *p);
+    if (!p) return dcr__fail(d, DCR_E_NOMEM, "cannot grow the chunk index");
+    e->index = p;
+    e->index_capacity = cap;
+  }
+  dcr__chunk *c = &e->index[e->index_count++];
+  *c = (dcr__chunk){.tensor = jb->entry, .chunk = jb->chunk, .encoding = s->out.encoding,
+                    .compression = s->out.compression, .count = s->out.count,
+                    .base_check = s->base_check, .target_check = s->target_check,
+                    .payload_length = DCR__RECORD_SIZE + s->out.length};
+  uint8_t rec[DCR__RECORD_SIZE];
+  dcr__chunk_record_write(rec, c);
+  e->stats.changed_chunks++;
+  e->stats.chunks_by_encoding[s->out.encoding]++;
+  return dcr__writer_section(&e->w, DCR__SEC_CHNK, rec, sizeof rec, s->out.data, s->out.length,
+                             &c->offset, d);
+}
+
+static int run_jobs(encoder *e, dcr__pool *pool, dcr_detail *d) {
+  uint32_t current = UINT32_MAX;
+  uint64_t done = 0, total = e->man.data_length;
+  for (size_t first = 0; first < e->job_count; first += e->slot_count) {
+    if (e->opt->cancel && *e->opt->cancel) return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    size_t n = e->job_count - first < e->slot_count ? e->job_count - first : e->slot_count;
+    e->batch = e->jobs + first;
+    dcr__pool_run(pool, n, encode_job, e);
+    for (size_t j = 0; j < n; j++) {
+      const job *jb = &e->batch[j];
+      const slot *s = &e->slots[j];
+      int rc;
+      if (jb->entry != current) {
+        if (current != UINT32_MAX) end_entry(e, current);
+        if ((rc = begin_entry(e, current = jb->entry, d))) return rc;
+      }
+      if (s->rc) {
+        *d = s->detail;
+        return s->rc;
+      }
+      if (jb->chunk == NO_CHUNK) continue;
+      const dcr__entry *en = &e->man.entries[jb->entry];
+      if (dcr__entry_delta_coded(en)) XXH3_128bits_update(&e->base_hash, s->base, s->bytes);
+      XXH3_128bits_update(&e->target_hash, s->target, s->bytes);
+      unsigned esize = dcr_dtype_size(en->target.dtype);
+      e->stats.chunks++;
+      e->stats.elements += s->bytes / esize;
+      e->stats.changed_elements += s->out.count;
+      if (s->out.count && (rc = emit_chunk(e, jb, s, d))) return rc;
+      done += s->bytes;
+    }
+    if (e->opt->progress) e->opt->progress(e->opt->progress_opaque, done, total);
+  }
+  if (current != UINT32_MAX) end_entry(e, current);
+  return DCR_OK;
+}
+
+static int write_tail(encoder *e, dcr_detail *d) {
+  size_t n = dcr__iden_size(&e->man);
+  uint8_t *iden = malloc(n);
+  uint8_t *indx = malloc((size_t)e->index_count * DCR__RECORD_SIZE + 1);
+  uint64_t iden_offset = 0, indx_offset = 0;
+  int rc = DCR_OK;
+  if (!iden || !indx) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate identities and index");
+  if (!rc) {
+    dcr__iden_write(&e->man, iden);
+    for (uint64_t i = 0; i < e->index_count; i++)
+      dcr__index_record_write(indx + i * DCR__RECORD_SIZE, &e->index[i]);
+    rc = dcr__writer_section(&e->w, DCR__SEC_IDEN, iden, n, NULL, 0, &iden_offset, d);
+  }
+  if (!rc)
+    rc = dcr__writer_section(&e->w, DCR__SEC_INDX, indx, (size_t)e->index_count * DCR__RECORD_SIZE,
+                             NULL, 0, &indx_offset, d);
+  if (!rc) rc = dcr__writer_footer(&e->w, iden_offset, indx_offset, e->index_count, d);
+  free(iden);
+  free(indx);
+  return rc;
+}
+
+static int write_head(encoder *e, dcr_detail *d) {
+  uint8_t *buf = NULL;
+  size_t n = 0;
+  int rc = dcr__writer_header(&e->w, d);
+  if (!rc && dcr__manifest_serialize(&e->man, &buf, &n))
+    rc = dcr__fail(d, DCR_E_NOMEM, "cannot serialize the manifest");
+  if (!rc) rc = dcr__writer_packed_section(&e->w, DCR__SEC_MANI, buf, n, d);
+  free(buf);
+  buf = NULL;
+  if (!rc && e->opt->meta_count) {
+    rc = dcr__meta_serialize(e->opt->meta, e->opt->meta_count, &buf, &n, d);
+    if (!rc) rc = dcr__writer_packed_section(&e->w, DCR__SEC_META, buf, n, d);
+    free(buf);
+  }
+  return rc;
+}
+
+static int check_options(const dcr_encode_options *o, dcr_detail *d) {
+  uint32_t cs = o->chunk_size;
+  if (cs < DCR__MIN_CHUNK_SIZE || cs > (1u << 30) || (cs & (cs - 1)))
+    return dcr__fail(d, DCR_E_ARGUMENT, "chunk size %u is not a power of two in 4096..2^30", cs);
+  if (o->level < 0 || o->level > ZSTD_maxCLevel())
+    return dcr__fail(d, DCR_E_ARGUMENT, "zstd level %d outside 0..%d", o->level, ZSTD_maxCLevel());
+  if (o->threads > 1024) return dcr__fail(d, DCR_E_ARGUMENT, "%u threads", o->threads);
+  return DCR_OK;
+}
+
+static int open_inputs(encoder *e, dcr_detail *d) {
+  dcr_limits lim;
+  dcr_limits_default(&lim);
+  for (int i = 0; i < 2; i++) {
+    e->fd[i] = open(e->path[i], O_RDONLY | O_CLOEXEC);
+    int rc = e->fd[i] < 0 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno))
+                          : dcr__checkpoint_read(e->fd[i], e->opt->raw ? DCR_KIND_RAW
+                                                                       : DCR_KIND_SAFETENSORS,
+                                                 &lim, &e->ck[i], d);
+    if (rc) return dcr__detail_file(d, e->path[i]), rc;
+  }
+  return DCR_OK;
+}
+
+static int make_slots(encoder *e, unsigned threads, dcr_detail *d) {
+  e->slot_count = threads;
+  e->slots = calloc(threads, sizeof *e->slots);
+  e->spare = malloc(e->man.chunk_size);
+  if (!e->slots || !e->spare) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
+  for (size_t i = 0; i < e->slot_count; i++) {
+    slot *s = &e->slots[i];
+    s->base = malloc(e->man.chunk_size);
+    s->target = malloc(e->man.chunk_size);
+    if (!s->base || !s->target ||
+        dcr__chunk_encoder_init(&s->enc, e->man.chunk_size, e->opt->level))
+      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
+  }
+  return DCR_OK;
+}
+
+static void encoder_free(encoder *e) {
+  for (size_t i = 0; e->slots && i < e->slot_count; i++) {
+    free(e->slots[i].base);
+    free(e->slots[i].target);
+    dcr__chunk_encoder_free(&e->slots[i].enc);
+  }
+  free(e->slots);
+  free(e->spare);
+  for (int i = 0; i < 2; i++) {
+    if (e->fd[i] >= 0) close(e->fd[i]);
+    dcr__checkpoint_free(&e->ck[i]);
+  }
+  free(e->man.entries);
+  free(e->jobs);
+  free(e->index);
+}
+
+void dcr_encode_options_default(dcr_encode_options *o) {
+  memset(o, 0, sizeof *o);
+  o->chunk_size = 4u << 20;
+  o->level = 3;
+}
+
+int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_options *opt,
+               dcr_write_fn write, void *opaque, dcr_encode_stats *stats, dcr_detail *d) {
+  dcr_detail scratch;
+  if (!d) d = &scratch;
+  dcr__detail_init(d);
+  dcr_encode_options defaults;
+  if (!opt) dcr_encode_options_default(&defaults), opt = &defaults;
+  encoder e = {.opt = opt, .fd = {-1, -1}, .path = {base_path, target_path},
+               .w = {.write = write, .opaque = opaque, .level = opt->level}};
+  XXH3_INITSTATE(&e.base_hash);
+  XXH3_INITSTATE(&e.target_hash);
+  dcr__pool *pool = NULL;
+  int rc = check_options(opt, d);
+  if (!rc) rc = open_inputs(&e, d);
+  if (!rc) rc = build_manifest(&e, d);
+  if (!rc) rc = build_jobs(&e, d);
+  if (!rc && dcr__pool_create(&pool, opt->threads))
+    rc = dcr__fail(d, DCR_E_NOMEM, "cannot start threads");
+  if (!rc) rc = make_slots(&e, dcr__pool_threads(pool), d);
+  if (!rc) rc = write_head(&e, d);
+  if (!rc) rc = run_jobs(&e, pool, d);
+  if (!rc) rc = write_tail(&e, d);
+  dcr__pool_free(pool);
+  e.stats.bundle_size = e.w.offset;
+  e.stats.target_size = e.ck[1].file_size;
+  if (stats) *stats = e.stats;
+  encoder_free(&e);
+  return rc;
+}

@@ -1,0 +1,173 @@
+/*
+ * format.h - the container layer: bundle bytes <-> structures (SPEC.md §4-§8).
+ * Knows layouts and checksums, nothing about what changed in a tensor.
+ */
+#ifndef DCR_FORMAT_H
+#define DCR_FORMAT_H
+
+#include "common.h"
+
+#define DCR__FOURCC(a, b, c, d) \
+  ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+enum {
+  DCR__SEC_MANI = DCR__FOURCC('M', 'A', 'N', 'I'),
+  DCR__SEC_META = DCR__FOURCC('M', 'E', 'T', 'A'),
+  DCR__SEC_CHNK = DCR__FOURCC('C', 'H', 'N', 'K'),
+  DCR__SEC_IDEN = DCR__FOURCC('I', 'D', 'E', 'N'),
+  DCR__SEC_INDX = DCR__FOURCC('I', 'N', 'D', 'X'),
+  DCR__SEC_SIGN = DCR__FOURCC('S', 'I', 'G', 'N'),
+  DCR__SEC_FOOT = DCR__FOURCC('F', 'O', 'O', 'T'),
+};
+
+#define DCR__HEADER_SIZE 64
+#define DCR__SECTION_HEADER_SIZE 32
+#define DCR__RECORD_SIZE 32 /* chunk record and index record */
+#define DCR__FOOTER_SIZE 64 /* FOOT section header + 32-byte payload */
+#define DCR__FLAG_CRITICAL 1u
+#define DCR__MIN_CHUNK_SIZE 4096u
+
+/* ---- header.c: the 64-byte bundle header (§4.1) */
+DCR_HIDDEN void dcr__header_write(uint8_t out[DCR__HEADER_SIZE]);
+DCR_HIDDEN int dcr__header_parse(const uint8_t *p, uint64_t available, unsigned *minor,
+                                 dcr_detail *d);
+
+/* ---- section.c: section headers (§4.2) */
+typedef struct {
+  uint32_t type;
+  uint16_t flags;
+  uint8_t compression;
+  uint64_t offset; /* of the section header in the file */
+  uint64_t length; /* stored payload bytes */
+  uint64_t payload_check;
+} dcr__section;
+
+DCR_HIDDEN void dcr__section_header_write(uint8_t out[DCR__SECTION_HEADER_SIZE],
+                                          const dcr__section *s);
+/* Checks the header check and reserved bits; fills s (offset included). */
+DCR_HIDDEN int dcr__section_header_parse(const uint8_t *p, uint64_t offset,
+                                         dcr__section *s, dcr_detail *d);
+DCR_HIDDEN void dcr__section_type_name(uint32_t type, char out[5]);
+/* Decompresses a section stored as one zstd frame (§4.4) into a new buffer. */
+DCR_HIDDEN int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max,
+                                    uint8_t **out, size_t *out_length, dcr_detail *d);
+
+/* ---- manifest.c (§6) */
+typedef struct {
+  const char *name; /* not NUL-terminated */
+  uint16_t name_length;
+  uint8_t presence; /* DCR__HAS_BASE | DCR__HAS_TARGET */
+  dcr__desc base, target;
+} dcr__entry;
+#define DCR__HAS_BASE 1u
+#define DCR__HAS_TARGET 2u
+
+typedef struct {
+  uint32_t chunk_size;
+  int kind;
+  uint64_t prefix_length, data_length;
+  const uint8_t *prefix;
+  uint64_t entry_count;
+  dcr__entry *entries;
+  uint64_t *dims_pool;
+  uint8_t *storage; /* owns what names and prefix point into */
+} dcr__manifest;
+
+/* Parses and checks every rule of §6.2; takes ownership of `payload` (freed on
+ * failure too). */
+DCR_HIDDEN int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,
+                                   dcr__manifest *m, dcr_detail *d);
+DCR_HIDDEN int dcr__manifest_serialize(const dcr__manifest *m, uint8_t **out, size_t *length);
+DCR_HIDDEN void dcr__manifest_free(dcr__manifest *m);
+/* Delta-coded: both sides present with equal dtype and byte length (§6.2). */
+DCR_HIDDEN int dcr__entry_delta_coded(const dcr__entry *e);
+DCR_HIDDEN uint64_t dcr__chunk_count(uint64_t byte_length, uint32_t chunk_size);
+
+/* ---- identity.c (§7) */
+/* State id of one side (DCR__HAS_BASE or DCR__HAS_TARGET), from the entries'
+ * descriptors and hashes. */
+DCR_HIDDEN void dcr__state_id(const dcr__manifest *m, unsigned side, uint8_t out[16]);
+DCR_HIDDEN size_t dcr__iden_size(const dcr__manifest *m);
+DCR_HIDDEN void dcr__iden_write(const dcr__manifest *m, uint8_t *out);
+/* Fills the entries' hashes and checks both state ids (§7). */
+DCR_HIDDEN int dcr__iden_parse(const uint8_t *p, size_t length, dcr__manifest *m,
+                               uint8_t base_state[16], uint8_t target_state[16],
+                               dcr_detail *d);
+
+/* ---- record.c: chunk records (§8.2) and index records (§8.3) */
+typedef struct {
+  uint32_t tensor, chunk;
+  uint8_t encoding, compression;
+  uint32_t count;
+  uint64_t base_check, target_check;
+  uint64_t offset;         /* of the CHNK section */
+  uint64_t payload_length; /* of the CHNK section */
+} dcr__chunk;
+
+DCR_HIDDEN void dcr__chunk_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c);
+DCR_HIDDEN int dcr__chunk_record_parse(const uint8_t *p, dcr__chunk *c, dcr_detail *d);
+DCR_HIDDEN void dcr__index_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c);
+DCR_HIDDEN int dcr__index_record_parse(const uint8_t *p, dcr__chunk *c, dcr_detail *d);
+/* Checks one index record against the manifest (§8.3): tensor, chunk, count. */
+DCR_HIDDEN int dcr__chunk_check(const dcr__chunk *c, const dcr__manifest *m, dcr_detail *d);
+
+/* ---- meta.c (§6.4) */
+typedef struct {
+  uint64_t count;
+  dcr_meta *pairs;  /* point into storage */
+  char *storage;
+} dcr__metadata;
+DCR_HIDDEN int dcr__meta_parse(const uint8_t *p, size_t length, const dcr_limits *lim,
+                               dcr__metadata *out, dcr_detail *d);
+DCR_HIDDEN int dcr__meta_serialize(const dcr_meta *pairs, size_t count, uint8_t **out,
+                                   size_t *length, dcr_detail *d);
+DCR_HIDDEN void dcr__meta_free(dcr__metadata *m);
+
+/* ---- writer.c: emits a bundle in order through a sink (§4) */
+typedef struct {
+  dcr_write_fn write;
+  void *opaque;
+  uint64_t offset;
+  int level; /* zstd level for MANI and META; 0 = store */
+} dcr__writer;
+
+DCR_HIDDEN int dcr__writer_header(dcr__writer *w, dcr_detail *d);
+/* Writes one section whose payload is head followed by body (either may be
+ * empty), then its padding. Returns the section's offset in *offset. */
+DCR_HIDDEN int dcr__writer_section(dcr__writer *w, uint32_t type, const void *head,
+                                   size_t head_length, const void *body, size_t body_length,
+                                   uint64_t *offset, dcr_detail *d);
+/* The same for MANI and META, stored as a zstd frame when that is smaller. */
+DCR_HIDDEN int dcr__writer_packed_section(dcr__writer *w, uint32_t type, const void *payload,
+                                          size_t length, dcr_detail *d);
+DCR_HIDDEN int dcr__writer_footer(dcr__writer *w, uint64_t iden_offset, uint64_t indx_offset,
+                                  uint64_t chunk_count, dcr_detail *d);
+
+/* ---- source.c: random access to a bundle in a file or in memory */
+typedef struct {
+  const uint8_t *data; /* memory source, or NULL */
+  int fd;              /* file source */
+  uint64_t size;
+} dcr__source;
+
+/* Points *out at `length` bytes at `offset`: into memory, or read into *scratch
+ * (grown as needed). Fails with DCR_E_TRUNCATED past the end. */
+DCR_HIDDEN int dcr__source_get(const dcr__source *s, uint64_t offset, size_t length,
+                               uint8_t **scratch, size_t *scratch_capacity,
+                               const uint8_t **out, dcr_detail *d);
+
+/* ---- reader.c: struct dcr_reader, shared with the codec's verify and apply */
+struct dcr_reader {
+  dcr__source src;
+  char path[256];
+  dcr_limits lim;
+  unsigned minor;
+  dcr__manifest man;
+  uint8_t base_state[16], target_state[16];
+  uint64_t chunk_count;
+  dcr__chunk *chunks;         /* index order */
+  dcr__section *sections;     /* every section in file order */
+  uint64_t section_count;
+  dcr__metadata meta;
+};
+
+#endif

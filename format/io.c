@@ -1,0 +1,32 @@
+/*
+ * io.c - whole reads and writes: retry on EINTR and short counts, report errno.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "common.h"
+
+int dcr__pread_full(int fd, void *buf, size_t length, uint64_t offset, dcr_detail *d) {
+  uint8_t *p = buf;
+  while (length) {
+    ssize_t r = pread(fd, p, length, (off_t)offset);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return dcr__fail(d, DCR_E_IO, "read failed at offset %llu: %s",
+                                (unsigned long long)offset, strerror(errno));
+    if (r == 0) return dcr__fail(d, DCR_E_IO, "file ends early (offset %llu): it shrank while being read",
+                                 (unsigned long long)offset);
+    p += r, length -= (size_t)r, offset += (uint64_t)r;
+  }
+  return DCR_OK;
+}
+
+int dcr__write_full(int fd, const void *buf, size_t length, dcr_detail *d) {
+  const uint8_t *p = buf;
+  while (length) {
+    ssize_t r = write(fd, p, length);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return dcr__fail(d, DCR_E_IO, "write failed: %s", strerror(errno));
+    p += r, length -= (size_t)r;
+  }
+  return DCR_OK;
+}

@@ -1,0 +1,114 @@
+/*
+ * meta.c - the META section: sorted key/value pairs (SPEC.md §6.4).
+ */
+#include <stdlib.h>
+
+#include "format.h"
+
+void dcr__meta_free(dcr__metadata *m) {
+  free(m->pairs);
+  free(m->storage);
+  memset(m, 0, sizeof *m);
+}
+
+/* Parses into NUL-terminated copies so callers get C strings. */
+int dcr__meta_parse(const uint8_t *p, size_t length, const dcr_limits *lim,
+                    dcr__metadata *out, dcr_detail *d) {
+  memset(out, 0, sizeof *out);
+  if (length < 4) return dcr__fail(d, DCR_E_TRUNCATED, "metadata shorter than its count");
+  uint64_t count = dcr__le32(p);
+  /* each pair takes at least 6 bytes, so count is bounded by the payload */
+  if (count > (length - 4) / 6)
+    return dcr__fail(d, DCR_E_TRUNCATED, "%llu metadata pairs cannot fit in %zu bytes",
+                     (unsigned long long)count, length);
+  out->pairs = calloc(count ? count : 1, sizeof *out->pairs);
+  out->storage = malloc(length + 2 * count + 1);
+  if (!out->pairs || !out->storage) {
+    dcr__meta_free(out);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate metadata");
+  }
+  size_t at = 4;
+  char *s = out->storage;
+  int rc = DCR_OK;
+  for (uint64_t i = 0; i < count && !rc; i++) {
+    for (int part = 0; part < 2 && !rc; part++) {
+      size_t width = part ? 4 : 2;
+      if (length - at < width) {
+        rc = dcr__fail(d, DCR_E_TRUNCATED, "metadata ends inside pair %llu", (unsigned long long)i);
+        break;
+      }
+      size_t n = part ? dcr__le32(p + at) : dcr__le16(p + at);
+      at += width;
+      if (length - at < n) {
+        rc = dcr__fail(d, DCR_E_TRUNCATED, "metadata pair %llu runs past the section",
+                       (unsigned long long)i);
+        break;
+      }
+      if (!dcr__utf8_valid(p + at, n) || (!part && (!n || n > lim->max_name_length))) {
+        rc = dcr__fail(d, DCR_E_MANIFEST, "metadata pair %llu: %s is empty, too long or not UTF-8",
+                       (unsigned long long)i, part ? "value" : "key");
+        break;
+      }
+      memcpy(s, p + at, n);
+      s[n] = '\0';
+      if (part) out->pairs[i].value = s;
+      else out->pairs[i].key = s;
+      if (!part && i && strcmp(out->pairs[i - 1].key, s) >= 0)
+        rc = dcr__fail(d, DCR_E_MANIFEST, "metadata key \"%.64s\" is out of order or repeated", s);
+      s += n + 1;
+      at += n;
+    }
+  }
+  if (!rc && at != length)
+    rc = dcr__fail(d, DCR_E_MANIFEST, "%zu bytes left after the metadata", length - at);
+  if (rc) dcr__meta_free(out);
+  else out->count = count;
+  return rc;
+}
+
+static int by_key(const void *a, const void *b) {
+  return strcmp(((const dcr_meta *)a)->key, ((const dcr_meta *)b)->key);
+}
+
+int dcr__meta_serialize(const dcr_meta *pairs, size_t count, uint8_t **out, size_t *length,
+                        dcr_detail *d) {
+  dcr_meta *sorted = malloc((count ? count : 1) * sizeof *sorted);
+  if (!sorted) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate metadata");
+  if (count) memcpy(sorted, pairs, count * sizeof *sorted);
+  qsort(sorted, count, sizeof *sorted, by_key);
+  size_t size = 4;
+  int rc = DCR_OK;
+  for (size_t i = 0; i < count && !rc; i++) {
+    size_t k = strlen(sorted[i].key), v = strlen(sorted[i].value);
+    if (!k || k > 0xFFFF || v > 0xFFFFFFFFu ||
+        !dcr__utf8_valid((const uint8_t *)sorted[i].key, k) ||
+        !dcr__utf8_valid((const uint8_t *)sorted[i].value, v))
+      rc = dcr__fail(d, DCR_E_ARGUMENT, "metadata key \"%.64s\" or its value is invalid",
+                     sorted[i].key);
+    else if (i && !strcmp(sorted[i - 1].key, sorted[i].key))
+      rc = dcr__fail(d, DCR_E_ARGUMENT, "metadata key \"%.64s\" given twice", sorted[i].key);
+    size += 6 + k + v;
+  }
+  uint8_t *buf = rc ? NULL : malloc(size);
+  if (!rc && !buf) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate metadata");
+  if (rc) {
+    free(sorted);
+    return rc;
+  }
+  uint8_t *p = buf;
+  dcr__put32(p, (uint32_t)count);
+  p += 4;
+  for (size_t i = 0; i < count; i++) {
+    size_t k = strlen(sorted[i].key), v = strlen(sorted[i].value);
+    dcr__put16(p, (uint16_t)k);
+    memcpy(p + 2, sorted[i].key, k);
+    p += 2 + k;
+    dcr__put32(p, (uint32_t)v);
+    memcpy(p + 4, sorted[i].value, v);
+    p += 4 + v;
+  }
+  free(sorted);
+  *out = buf;
+  *length = size;
+  return DCR_OK;
+}

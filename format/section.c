@@ -1,0 +1,70 @@
+/*
+ * section.c - section headers (SPEC.md §4.2) and compressed sections (§4.4).
+ */
+#include <stdlib.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "format.h"
+
+void dcr__section_header_write(uint8_t out[DCR__SECTION_HEADER_SIZE], const dcr__section *s) {
+  dcr__put32(out, s->type);
+  dcr__put16(out + 4, s->flags);
+  out[6] = s->compression;
+  out[7] = 0;
+  dcr__put64(out + 8, s->length);
+  dcr__put64(out + 16, s->payload_check);
+  dcr__put64(out + 24, XXH3_64bits(out, 24));
+}
+
+void dcr__section_type_name(uint32_t type, char out[5]) {
+  for (int i = 0; i < 4; i++) {
+    char c = (char)(type >> (8 * i));
+    out[i] = c >= 0x20 && c < 0x7F ? c : '?';
+  }
+  out[4] = '\0';
+}
+
+int dcr__section_header_parse(const uint8_t *p, uint64_t offset, dcr__section *s,
+                              dcr_detail *d) {
+  if (XXH3_64bits(p, 24) != dcr__le64(p + 24))
+    return dcr__fail(d, DCR_E_CHECKSUM, "section header checksum does not match");
+  s->type = dcr__le32(p);
+  s->flags = dcr__le16(p + 4);
+  s->compression = p[6];
+  s->length = dcr__le64(p + 8);
+  s->payload_check = dcr__le64(p + 16);
+  s->offset = offset;
+  char name[5];
+  dcr__section_type_name(s->type, name);
+  dcr__detail_at(d, name, offset);
+  if ((s->flags & ~DCR__FLAG_CRITICAL) || p[7])
+    return dcr__fail(d, DCR_E_RESERVED, "reserved flag bits 0x%04x or byte 0x%02x set",
+                     s->flags & ~DCR__FLAG_CRITICAL, p[7]);
+  return DCR_OK;
+}
+
+int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max, uint8_t **out,
+                         size_t *out_length, dcr_detail *d) {
+  *out = NULL;
+  size_t frame = ZSTD_findFrameCompressedSize(stored, length);
+  if (ZSTD_isError(frame) || frame != length)
+    return dcr__fail(d, DCR_E_DECOMPRESS, "payload is not exactly one zstd frame");
+  unsigned long long size = ZSTD_getFrameContentSize(stored, length);
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame does not declare its content size");
+  if (size > max || size > SIZE_MAX - 1)
+    return dcr__fail(d, DCR_E_LIMIT, "declared decompressed size %llu exceeds the limit %llu",
+                     size, (unsigned long long)max);
+  uint8_t *buf = malloc(size ? (size_t)size : 1);
+  if (!buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu bytes", size);
+  size_t got = ZSTD_decompress(buf, (size_t)size, stored, length);
+  if (ZSTD_isError(got) || got != size) {
+    free(buf);
+    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame: %s",
+                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size differs from declared");
+  }
+  *out = buf;
+  *out_length = (size_t)size;
+  return DCR_OK;
+}

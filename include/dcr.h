@@ -1,0 +1,302 @@
+/*
+ * dcr.h - the DCR delta bundle library: the one public header.
+ *
+ * A DCR bundle carries the changes between a base and a target model checkpoint
+ * (safetensors or raw files), bit-exactly and with checksums, so that a reader
+ * holding the base can rebuild the target byte for byte. SPEC.md defines the
+ * format; this header is the library's whole contract.
+ *
+ * Conventions: every function that can fail returns a dcr_error code (DCR_OK is 0).
+ * Functions that take a `dcr_detail *` fill it with where the error happened (file,
+ * offset, section, tensor, chunk) and a message; it may be NULL. Free functions
+ * accept NULL. Nothing is global: the library is thread-safe as long as one object
+ * is not used from two threads at once.
+ */
+#ifndef DCR_H
+#define DCR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library version (the format version is DCR_FORMAT_MAJOR/MINOR). */
+#define DCR_VERSION_MAJOR 0
+#define DCR_VERSION_MINOR 1
+#define DCR_VERSION_PATCH 0
+#define DCR_VERSION_NUMBER \
+  (DCR_VERSION_MAJOR * 10000 + DCR_VERSION_MINOR * 100 + DCR_VERSION_PATCH)
+#define DCR_STR_(x) #x
+#define DCR_STR(x) DCR_STR_(x)
+#define DCR_VERSION_STRING \
+  DCR_STR(DCR_VERSION_MAJOR) "." DCR_STR(DCR_VERSION_MINOR) "." DCR_STR(DCR_VERSION_PATCH)
+
+#define DCR_FORMAT_MAJOR 1
+#define DCR_FORMAT_MINOR 0
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define DCR_API __attribute__((visibility("default")))
+#else
+#define DCR_API
+#endif
+
+/* Version of the library actually linked, to compare with DCR_VERSION_NUMBER. */
+DCR_API unsigned dcr_version_number(void);
+DCR_API const char *dcr_version_string(void);
+
+/*
+ * Error codes: SPEC.md §13. The numbers are stable and part of the format's
+ * contract; X(name, number, message).
+ */
+#define DCR_ERROR_LIST(X)                                                            \
+  X(OK, 0, "success")                                                                \
+  X(E_IO, 1, "a file could not be opened, read, written or renamed")                 \
+  X(E_NOMEM, 2, "memory could not be allocated")                                     \
+  X(E_ARGUMENT, 3, "invalid argument or option")                                     \
+  X(E_TRUNCATED, 4, "input ends inside a structure it declares")                     \
+  X(E_MAGIC, 5, "not a DCR bundle")                                                  \
+  X(E_VERSION, 6, "unsupported major format version")                                \
+  X(E_RESERVED, 7, "a reserved field, bit or padding byte is not zero")              \
+  X(E_CHECKSUM, 8, "a checksum does not match")                                      \
+  X(E_LIMIT, 9, "a declared size or count exceeds a limit")                          \
+  X(E_STRUCTURE, 10, "sections missing, repeated, out of order or inconsistent")     \
+  X(E_UNKNOWN_SECTION, 11, "a critical section of unknown type")                     \
+  X(E_MANIFEST, 12, "malformed manifest or metadata")                                \
+  X(E_NAME, 13, "tensor name empty, too long, not UTF-8, duplicated or unsorted")    \
+  X(E_DTYPE, 14, "unknown dtype")                                                    \
+  X(E_SHAPE, 15, "shape overflows or disagrees with the byte length")                \
+  X(E_LAYOUT, 16, "tensor offsets out of range, overlapping, unsorted or with gaps") \
+  X(E_INDEX, 17, "chunk index malformed or disagreeing with the chunk sections")     \
+  X(E_ENCODING, 18, "unknown encoding or compression, or malformed encoded data")    \
+  X(E_POSITION, 19, "sparse position out of range or badly encoded")                 \
+  X(E_DECOMPRESS, 20, "zstd frame invalid or not of its declared size")              \
+  X(E_BASE_MISMATCH, 21, "the base is not the one the bundle was made for")          \
+  X(E_TARGET_MISMATCH, 22, "applying the bundle does not reproduce the target")      \
+  X(E_CHECKPOINT, 23, "input checkpoint is not valid safetensors")                   \
+  X(E_INTERRUPTED, 24, "interrupted")
+
+typedef enum {
+#define DCR_ENUM_(name, num, msg) DCR_##name = num,
+  DCR_ERROR_LIST(DCR_ENUM_)
+#undef DCR_ENUM_
+  DCR_ERROR_COUNT_
+} dcr_error;
+
+/* "DCR_E_CHECKSUM" for DCR_E_CHECKSUM; "DCR_E_UNKNOWN" for codes out of range. */
+DCR_API const char *dcr_error_name(int code);
+/* A one-line, lower-case description of the code. */
+DCR_API const char *dcr_error_message(int code);
+
+#define DCR_NONE UINT64_MAX /* a detail field that does not apply */
+
+/* Where an error happened. Owned by the caller; filled by the library on error. */
+typedef struct {
+  int code;              /* the dcr_error returned */
+  char file[256];        /* the file involved, "" if none */
+  uint64_t offset;       /* byte offset in that file, or DCR_NONE */
+  char section[5];       /* section type ("MANI", "CHNK"...), "" if none */
+  uint64_t tensor;       /* manifest entry index, or DCR_NONE */
+  char tensor_name[128]; /* its name (may be cut short), "" if none */
+  uint64_t chunk;        /* chunk number within the tensor, or DCR_NONE */
+  char message[256];     /* what exactly is wrong */
+} dcr_detail;
+
+/* Limits for untrusted input (SPEC.md §11). Start from the defaults and tighten. */
+typedef struct {
+  uint64_t max_tensors;
+  uint64_t max_name_length;
+  uint64_t max_rank;
+  uint64_t max_chunk_size;
+  uint64_t max_section_size;
+  uint64_t max_header_size;
+  uint64_t max_file_size;
+  uint64_t max_bundle_size;
+} dcr_limits;
+
+DCR_API void dcr_limits_default(dcr_limits *limits);
+
+/* Checkpoint kinds and dtypes (SPEC.md §2, §3). */
+typedef enum { DCR_KIND_RAW = 0, DCR_KIND_SAFETENSORS = 1 } dcr_kind;
+
+/* Returns the dtype's code (1..15) for a safetensors name, or 0 if unknown. */
+DCR_API int dcr_dtype_from_name(const char *name, size_t length);
+/* Returns the dtype's name, or NULL for an unknown code. */
+DCR_API const char *dcr_dtype_name(int dtype);
+/* Returns the element size in bytes, or 0 for an unknown code. */
+DCR_API unsigned dcr_dtype_size(int dtype);
+
+/* Encodings and compressions of a chunk (SPEC.md §9). */
+typedef enum {
+  DCR_ENC_XOR_DENSE = 1,
+  DCR_ENC_XOR_SPARSE = 2,
+  DCR_ENC_OVERWRITE_DENSE = 3,
+  DCR_ENC_OVERWRITE_SPARSE = 4
+} dcr_encoding;
+#define DCR_ENC_COUNT 5 /* one past the highest id */
+
+typedef enum { DCR_COMP_NONE = 0, DCR_COMP_ZSTD = 1 } dcr_compression;
+
+/* Returns "XOR_DENSE" etc., or NULL for an unknown id. */
+DCR_API const char *dcr_encoding_name(int encoding);
+
+/* ------------------------------------------------------------------------ */
+/* Encoding                                                                  */
+
+typedef struct {
+  const char *key;
+  const char *value;
+} dcr_meta;
+
+/* Progress: called from the calling thread with bytes done so far and the total. */
+typedef void (*dcr_progress_fn)(void *opaque, uint64_t done, uint64_t total);
+
+typedef struct {
+  uint32_t chunk_size;      /* power of two, 4 KiB..max; default 4 MiB */
+  int level;                /* zstd level; 0 stores without compression; default 3 */
+  unsigned threads;         /* worker threads; 0 = all online cores */
+  int raw;                  /* 1: treat both inputs as raw files (one U8 tensor) */
+  const dcr_meta *meta;     /* optional metadata pairs (SPEC.md §6.4) */
+  size_t meta_count;
+  dcr_progress_fn progress; /* optional */
+  void *progress_opaque;
+  const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
+} dcr_encode_options;
+
+DCR_API void dcr_encode_options_default(dcr_encode_options *options);
+
+/* A sink receives the bundle's bytes in order; it returns 0, or non-zero to fail
+ * the encode with DCR_E_IO. */
+typedef int (*dcr_write_fn)(void *opaque, const void *data, size_t size);
+
+/* Statistics of an encode, for reports. */
+typedef struct {
+  uint64_t bundle_size;
+  uint64_t target_size;       /* the target file's size */
+  uint64_t elements;          /* elements compared (both sides present) */
+  uint64_t changed_elements;  /* elements whose bits differ (zero base for new) */
+  uint64_t chunks;            /* chunks examined */
+  uint64_t changed_chunks;    /* chunks carried in the bundle */
+  uint64_t chunks_by_encoding[DCR_ENC_COUNT];
+  uint64_t tensors_added, tensors_removed, tensors_recoded;
+} dcr_encode_stats;
+
+/* Encodes base → target into the sink. Reads each input once, in chunks; memory
+ * is bounded by chunk size × threads, not by checkpoint size. */
+DCR_API int dcr_encode(const char *base_path, const char *target_path,
+                       const dcr_encode_options *options, dcr_write_fn write,
+                       void *opaque, dcr_encode_stats *stats, dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Reading                                                                   */
+
+typedef struct dcr_reader dcr_reader;
+
+/* Opens a bundle and checks its whole structure (SPEC.md §4-§8.3): header, every
+ * section checksum, manifest, identities, index. Chunk contents are not decoded
+ * until dcr_reader_verify or apply. limits may be NULL for the defaults. */
+DCR_API int dcr_reader_open_file(dcr_reader **reader, const char *path,
+                                 const dcr_limits *limits, dcr_detail *detail);
+/* The same for a bundle in memory; the buffer must outlive the reader. */
+DCR_API int dcr_reader_open_memory(dcr_reader **reader, const void *data, size_t size,
+                                   const dcr_limits *limits, dcr_detail *detail);
+DCR_API void dcr_reader_free(dcr_reader *reader);
+
+typedef struct {
+  unsigned format_major, format_minor;
+  uint64_t bundle_size;
+  int kind;                  /* dcr_kind */
+  uint32_t chunk_size;
+  uint64_t entry_count;      /* manifest entries (union of both sides' tensors) */
+  uint64_t chunk_count;      /* changed chunks carried */
+  uint64_t prefix_length;    /* target prefix bytes carried */
+  uint64_t target_size;      /* prefix + data */
+  uint8_t base_state[16];    /* SPEC.md §7 */
+  uint8_t target_state[16];
+  uint64_t meta_count;
+  uint64_t section_count;    /* every section, FOOT included */
+} dcr_bundle_info;
+
+DCR_API void dcr_reader_info(const dcr_reader *reader, dcr_bundle_info *info);
+
+typedef struct {
+  int present;      /* 0 if this side does not have the tensor */
+  int dtype;
+  unsigned rank;
+  const uint64_t *dims;
+  uint64_t byte_length;
+  uint64_t offset;  /* target only: offset in the data region */
+  uint8_t hash[16]; /* XXH3-128 of the tensor's bytes */
+} dcr_tensor_side;
+
+typedef struct {
+  const char *name; /* not NUL-terminated; name_length bytes */
+  size_t name_length;
+  dcr_tensor_side base, target;
+  int delta_coded;  /* 1 if coded against the base bytes, 0 against zeros */
+} dcr_tensor_info;
+
+/* i < info.entry_count; pointers stay valid while the reader lives. */
+DCR_API void dcr_reader_tensor(const dcr_reader *reader, uint64_t i,
+                               dcr_tensor_info *tensor);
+
+typedef struct {
+  uint32_t tensor, chunk;
+  int encoding, compression;
+  uint32_t count;          /* changed elements */
+  uint64_t offset;         /* of the CHNK section */
+  uint64_t payload_length; /* CHNK section payload bytes */
+  uint64_t base_check, target_check;
+} dcr_chunk_info;
+
+/* i < info.chunk_count. */
+DCR_API void dcr_reader_chunk(const dcr_reader *reader, uint64_t i, dcr_chunk_info *chunk);
+
+typedef struct {
+  char type[5];     /* "MANI", "CHNK"...; unknown types as found */
+  int critical;
+  int compression;  /* dcr_compression */
+  uint64_t offset;  /* of the section header */
+  uint64_t length;  /* stored payload bytes */
+} dcr_section_info;
+
+/* i < info.section_count, in file order. */
+DCR_API void dcr_reader_section(const dcr_reader *reader, uint64_t i, dcr_section_info *section);
+
+/* i < info.meta_count. */
+DCR_API void dcr_reader_meta(const dcr_reader *reader, uint64_t i, dcr_meta *meta);
+
+/* Decodes every chunk without a base and checks every rule that needs no base
+ * (SPEC.md §9): encodings, positions, decompressed sizes, counts. */
+DCR_API int dcr_reader_verify(dcr_reader *reader, dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Applying                                                                  */
+
+typedef struct {
+  unsigned threads;          /* 0 = all online cores */
+  dcr_progress_fn progress;  /* optional */
+  void *progress_opaque;
+  const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
+  int sync;                  /* 1 (default): fsync the output before renaming */
+} dcr_apply_options;
+
+DCR_API void dcr_apply_options_default(dcr_apply_options *options);
+
+/* Applies an open bundle to base_path and writes the target to out_path, through a
+ * temporary file in the same directory that is renamed only when every check of
+ * SPEC.md §10 has passed. On failure nothing is left at out_path (an existing file
+ * there is untouched). */
+DCR_API int dcr_apply(dcr_reader *reader, const char *base_path, const char *out_path,
+                      const dcr_apply_options *options, dcr_detail *detail);
+
+/* Checks that the file at path is exactly the bundle's target (same state id and
+ * prefix) without writing anything. */
+DCR_API int dcr_check_target(dcr_reader *reader, const char *path,
+                             const dcr_apply_options *options, dcr_detail *detail);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DCR_H */

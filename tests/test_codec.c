@@ -1,0 +1,1001 @@
+/*
+ * test_codec.c - the codec's internals (codec/codec.h): byte planes, position
+ * streams, change detection, the chunk encoder and decoder (SPEC.md §9) and the
+ * worker pool. Test names say which SPEC.md rule they check.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <stdatomic.h>
+#include <zstd.h>
+
+#include "codec.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static void rng_seed(uint64_t s) { rng_state = s ? s : 1; }
+
+static uint64_t rng(void) { /* xorshift64* */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+static uint8_t rng_byte(void) { return (uint8_t)(rng() >> 56); }
+
+static uint8_t rng_nonzero_byte(void) {
+  uint8_t b;
+  do b = rng_byte(); while (!b);
+  return b;
+}
+
+static void fill_random(uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = rng_byte();
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  assert_non_null(p);
+  return p;
+}
+
+/* Changes element i of `target` (esize bytes) so that its bits differ. */
+static void change_element(uint8_t *target, size_t i, unsigned esize) {
+  size_t b = (size_t)(rng() % esize);
+  target[i * esize + b] = (uint8_t)(target[i * esize + b] ^ rng_nonzero_byte());
+}
+
+/* Makes target = base with exactly `k` of the n elements changed, spread at random. */
+static void make_changes(const uint8_t *base, uint8_t *target, size_t n, unsigned esize,
+                         size_t k) {
+  memcpy(target, base, n * esize);
+  if (k == n) {
+    for (size_t i = 0; i < n; i++) change_element(target, i, esize);
+    return;
+  }
+  uint8_t *mark = calloc(n ? n : 1, 1);
+  assert_non_null(mark);
+  for (size_t done = 0; done < k;) {
+    size_t i = (size_t)(rng() % n);
+    if (mark[i]) continue;
+    mark[i] = 1;
+    change_element(target, i, esize);
+    done++;
+  }
+  free(mark);
+}
+
+/* Appends one stream, stored or as one zstd frame, to out (which has room). */
+static size_t put_stream(uint8_t *out, int compression, const uint8_t *s, size_t length) {
+  if (compression == DCR_COMP_NONE) {
+    if (length) memcpy(out, s, length);
+    return length;
+  }
+  size_t z = ZSTD_compress(out, ZSTD_compressBound(length), s, length, 3);
+  assert_false(ZSTD_isError(z));
+  return z;
+}
+
+/* Capacity for the encoded data of a chunk of n elements of esize bytes. */
+static size_t encoded_capacity(size_t n, unsigned esize) {
+  return ZSTD_compressBound(DCR__VARINT_MAX * n + 16) + ZSTD_compressBound(n * esize + 16) + 64;
+}
+
+/* Builds, by hand, the encoded data of base -> target with a given encoding and
+ * compression (SPEC.md §9.1, §9.3). Returns its length; *count gets the count. */
+static size_t build_encoded(int encoding, int compression, const uint8_t *base,
+                            const uint8_t *target, size_t n, unsigned esize, uint8_t *out,
+                            uint32_t *count) {
+  uint32_t *pos = xmalloc(n * sizeof *pos);
+  uint8_t *values = xmalloc(n * esize), *planes = xmalloc(n * esize);
+  uint8_t *varints = xmalloc(DCR__VARINT_MAX * n + 1);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(base + i * esize, target + i * esize, esize)) pos[k++] = (uint32_t)i;
+  *count = (uint32_t)k;
+  int sparse = encoding == DCR_ENC_XOR_SPARSE || encoding == DCR_ENC_OVERWRITE_SPARSE;
+  int is_xor = encoding == DCR_ENC_XOR_DENSE || encoding == DCR_ENC_XOR_SPARSE;
+  size_t m = sparse ? k : n;
+  for (size_t j = 0; j < m; j++) {
+    size_t i = sparse ? pos[j] : j;
+    for (unsigned b = 0; b < esize; b++)
+      values[j * esize + b] = (uint8_t)(is_xor ? base[i * esize + b] ^ target[i * esize + b]
+                                               : target[i * esize + b]);
+  }
+  dcr__planes_split(planes, values, m, esize);
+  size_t length = 0;
+  if (sparse) {
+    size_t v = dcr__positions_write(varints, pos, k);
+    length += put_stream(out + length, compression, varints, v);
+  }
+  length += put_stream(out + length, compression, planes, m * esize);
+  free(pos);
+  free(values);
+  free(planes);
+  free(varints);
+  return length;
+}
+
+static dcr__chunk record(int encoding, int compression, uint32_t count) {
+  dcr__chunk c;
+  memset(&c, 0, sizeof c);
+  c.encoding = (uint8_t)encoding;
+  c.compression = (uint8_t)compression;
+  c.count = count;
+  return c;
+}
+
+/* Decodes with a fresh decoder sized for chunk_size; checks that the detail
+ * agrees with the code returned. */
+static int decode_with(size_t chunk_size, const dcr__chunk *c, const uint8_t *data,
+                       size_t length, unsigned esize, size_t n, uint8_t *chunk) {
+  dcr__chunk_decoder dd;
+  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size), DCR_OK);
+  dcr_detail d;
+  dcr__detail_init(&d);
+  int rc = dcr__decode_chunk(&dd, c, data, length, esize, n, chunk, &d);
+  if (rc) {
+    assert_int_equal(d.code, rc);
+    assert_true(d.message[0] != '\0');
+  } else {
+    assert_int_equal(d.code, DCR_OK);
+  }
+  dcr__chunk_decoder_free(&dd);
+  return rc;
+}
+
+static int decode(const dcr__chunk *c, const uint8_t *data, size_t length, unsigned esize,
+                  size_t n, uint8_t *chunk) {
+  return decode_with(n * esize < 4096 ? 4096 : n * esize, c, data, length, esize, n, chunk);
+}
+
+static const unsigned esizes[] = {1, 2, 4, 8};
+
+/* ---- planes (§9.1) ------------------------------------------------------ */
+
+static void test_planes_split_join_round_trip(void **state) {
+  (void)state;
+  static const size_t counts[] = {0, 1, 3, 7, 33, 1001};
+  rng_seed(1);
+  for (size_t e = 0; e < 4; e++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      unsigned esize = esizes[e];
+      size_t count = counts[c], bytes = count * esize;
+      uint8_t *elems = xmalloc(bytes), *planes = xmalloc(bytes), *back = xmalloc(bytes);
+      fill_random(elems, bytes);
+      dcr__planes_split(planes, elems, count, esize);
+      /* the layout of §9.1: all first bytes, then all second bytes, ... */
+      for (size_t i = 0; i < count; i++)
+        for (unsigned b = 0; b < esize; b++)
+          assert_int_equal(planes[b * count + i], elems[i * esize + b]);
+      memset(back, 0xA5, bytes);
+      dcr__planes_join(back, planes, count, esize);
+      if (bytes) assert_memory_equal(back, elems, bytes);
+      free(elems);
+      free(planes);
+      free(back);
+    }
+}
+
+static void test_planes_xor_into_applies_xor(void **state) {
+  (void)state;
+  static const size_t counts[] = {1, 5, 77, 513};
+  rng_seed(2);
+  for (size_t e = 0; e < 4; e++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      unsigned esize = esizes[e];
+      size_t count = counts[c], bytes = count * esize;
+      uint8_t *base = xmalloc(bytes), *x = xmalloc(bytes), *planes = xmalloc(bytes);
+      uint8_t *work = xmalloc(bytes);
+      fill_random(base, bytes);
+      fill_random(x, bytes);
+      dcr__planes_split(planes, x, count, esize);
+      memcpy(work, base, bytes);
+      dcr__planes_xor_into(work, planes, count, esize);
+      for (size_t i = 0; i < bytes; i++) assert_int_equal(work[i], (uint8_t)(base[i] ^ x[i]));
+      /* xor twice is the identity */
+      dcr__planes_xor_into(work, planes, count, esize);
+      assert_memory_equal(work, base, bytes);
+      free(base);
+      free(x);
+      free(planes);
+      free(work);
+    }
+}
+
+static void test_planes_nonzero_counts_nonzero_elements(void **state) {
+  (void)state;
+  static const size_t counts[] = {0, 1, 9, 255, 1000};
+  rng_seed(3);
+  for (size_t e = 0; e < 4; e++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      unsigned esize = esizes[e];
+      size_t count = counts[c], bytes = count * esize, want = 0;
+      uint8_t *elems = calloc(bytes ? bytes : 1, 1), *planes = xmalloc(bytes);
+      assert_non_null(elems);
+      for (size_t i = 0; i < count; i++)
+        if (rng() % 3 == 0) {
+          /* one non-zero byte, in any position, is enough */
+          elems[i * esize + rng() % esize] = rng_nonzero_byte();
+          want++;
+        }
+      dcr__planes_split(planes, elems, count, esize);
+      assert_int_equal(dcr__planes_nonzero(planes, count, esize), want);
+      free(elems);
+      free(planes);
+    }
+}
+
+/* ---- positions (§9.1, R-POS-1) ------------------------------------------ */
+
+static int read_positions(const uint8_t *in, size_t length, size_t count, size_t n,
+                          uint32_t *pos, size_t *used) {
+  dcr_detail d;
+  dcr__detail_init(&d);
+  int rc = dcr__positions_read(in, length, count, n, pos, used, &d);
+  if (rc) assert_int_equal(d.code, rc);
+  return rc;
+}
+
+static void check_positions_round_trip(const uint32_t *pos, size_t count, size_t n) {
+  uint8_t *buf = xmalloc(DCR__VARINT_MAX * count + 1);
+  uint32_t *back = xmalloc(count * sizeof *back + 4);
+  size_t length = dcr__positions_write(buf, pos, count), used = 12345;
+  assert_true(length >= count && length <= DCR__VARINT_MAX * count);
+  assert_int_equal(read_positions(buf, length, count, n, back, &used), DCR_OK);
+  assert_int_equal(used, length);
+  if (count) assert_memory_equal(back, pos, count * sizeof *pos);
+  /* the stream is exactly `length` bytes: one byte less cannot hold it */
+  if (length) assert_int_equal(read_positions(buf, length - 1, count, n, back, &used),
+                               DCR_E_POSITION);
+  free(buf);
+  free(back);
+}
+
+static void test_pos_round_trip_random_sets(void **state) {
+  (void)state;
+  rng_seed(4);
+  for (int trial = 0; trial < 200; trial++) {
+    size_t n = 1 + (size_t)(rng() % 5000);
+    uint32_t *pos = xmalloc(n * sizeof *pos);
+    size_t count = 0;
+    unsigned pct = (unsigned)(rng() % 101);
+    for (size_t i = 0; i < n; i++)
+      if (rng() % 100 < pct) pos[count++] = (uint32_t)i;
+    /* include position 0 and n-1 in some sets */
+    if (trial % 4 == 0) {
+      count = 0;
+      pos[count++] = 0;
+      if (n > 2) pos[count++] = (uint32_t)(n / 2);
+      if (n > 1) pos[count++] = (uint32_t)(n - 1);
+    }
+    check_positions_round_trip(pos, count, n);
+    free(pos);
+  }
+}
+
+static void test_pos_round_trip_large_gaps(void **state) {
+  (void)state;
+  /* gaps on both sides of every varint length boundary: 1..5 bytes */
+  const uint32_t gaps[] = {0,        0,         127,        128,        16383,     16384,
+                           2097151,  2097152,   268435455,  268435456,  1000000000};
+  enum { G = sizeof gaps / sizeof gaps[0] };
+  uint32_t pos[G + 1];
+  uint64_t p = 0;
+  for (size_t i = 0; i < G; i++) {
+    p = i ? p + 1 + gaps[i] : gaps[i];
+    assert_true(p < UINT32_MAX);
+    pos[i] = (uint32_t)p;
+  }
+  pos[G] = UINT32_MAX;
+  check_positions_round_trip(pos, G + 1, (size_t)1 << 32);
+  uint8_t buf[DCR__VARINT_MAX * (G + 1)];
+  size_t length = dcr__positions_write(buf, pos, G);
+  assert_int_equal(length, 1 + 1 + 1 + 2 + 2 + 3 + 3 + 4 + 4 + 5 + 5);
+  /* a first position of 2^32 - 1 is the largest gap there is (5 bytes) */
+  const uint32_t last[] = {UINT32_MAX};
+  assert_int_equal(dcr__positions_write(buf, last, 1), 5);
+  check_positions_round_trip(last, 1, (size_t)1 << 32);
+  /* the varint bytes of a few positions, exactly: gaps 0, 127, 16384 */
+  const uint32_t few[] = {0, 128, 128 + 1 + 16384};
+  const uint8_t want[] = {0x00, 0x7F, 0x80, 0x80, 0x01};
+  assert_int_equal(dcr__positions_write(buf, few, 3), sizeof want);
+  assert_memory_equal(buf, want, sizeof want);
+}
+
+static void test_pos_empty_stream(void **state) {
+  (void)state;
+  uint32_t pos[1];
+  size_t used = 99;
+  assert_int_equal(read_positions((const uint8_t *)"", 0, 0, 10, pos, &used), DCR_OK);
+  assert_int_equal(used, 0);
+}
+
+static void test_pos1_varint_running_past_stream_is_rejected(void **state) {
+  (void)state;
+  uint32_t pos[4];
+  size_t used;
+  const uint8_t cont[] = {0x80};
+  assert_int_equal(read_positions(cont, 1, 1, 1000, pos, &used), DCR_E_POSITION);
+  const uint8_t two[] = {0x81, 0x81};
+  assert_int_equal(read_positions(two, 2, 1, 1000000, pos, &used), DCR_E_POSITION);
+  /* fewer varints than count */
+  const uint8_t one[] = {0x01};
+  assert_int_equal(read_positions(one, 1, 2, 1000, pos, &used), DCR_E_POSITION);
+  assert_int_equal(read_positions(one, 0, 1, 1000, pos, &used), DCR_E_POSITION);
+}
+
+static void test_pos1_six_byte_varint_is_rejected(void **state) {
+  (void)state;
+  uint32_t pos[1];
+  size_t used;
+  const uint8_t six[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
+  assert_int_equal(read_positions(six, sizeof six, 1, SIZE_MAX, pos, &used), DCR_E_POSITION);
+  const uint8_t six1[] = {0x81, 0x80, 0x80, 0x80, 0x80, 0x01};
+  assert_int_equal(read_positions(six1, sizeof six1, 1, SIZE_MAX, pos, &used), DCR_E_POSITION);
+  /* a 5-byte varint whose 5th byte continues, at the end of the stream */
+  assert_int_equal(read_positions(six1, 5, 1, SIZE_MAX, pos, &used), DCR_E_POSITION);
+}
+
+static void test_pos1_non_minimal_varint_is_rejected(void **state) {
+  (void)state;
+  uint32_t pos[2];
+  size_t used;
+  const uint8_t zero2[] = {0x80, 0x00};
+  assert_int_equal(read_positions(zero2, sizeof zero2, 1, 1000, pos, &used), DCR_E_POSITION);
+  const uint8_t one3[] = {0x81, 0x80, 0x00};
+  assert_int_equal(read_positions(one3, sizeof one3, 1, 1000, pos, &used), DCR_E_POSITION);
+  const uint8_t five[] = {0x85, 0x80, 0x80, 0x80, 0x00};
+  assert_int_equal(read_positions(five, sizeof five, 1, 1000, pos, &used), DCR_E_POSITION);
+  /* the second varint non-minimal */
+  const uint8_t second[] = {0x01, 0x82, 0x00};
+  assert_int_equal(read_positions(second, sizeof second, 2, 1000, pos, &used), DCR_E_POSITION);
+  /* a lone zero byte is minimal */
+  const uint8_t zero[] = {0x00};
+  assert_int_equal(read_positions(zero, 1, 1, 1, pos, &used), DCR_OK);
+  assert_int_equal(pos[0], 0);
+}
+
+static void test_pos1_position_past_chunk_is_rejected(void **state) {
+  (void)state;
+  uint32_t pos[3];
+  size_t used;
+  const uint8_t four[] = {0x04};
+  assert_int_equal(read_positions(four, 1, 1, 5, pos, &used), DCR_OK);
+  assert_int_equal(pos[0], 4);
+  const uint8_t five[] = {0x05};
+  assert_int_equal(read_positions(five, 1, 1, 5, pos, &used), DCR_E_POSITION);
+  /* 2, then 2 + 1 + 2 = 5 >= 5 */
+  const uint8_t two_two[] = {0x02, 0x02};
+  assert_int_equal(read_positions(two_two, 2, 2, 5, pos, &used), DCR_E_POSITION);
+  assert_int_equal(read_positions(two_two, 2, 2, 6, pos, &used), DCR_OK);
+  assert_int_equal(pos[1], 5);
+  /* n = 0: no position is valid */
+  const uint8_t zero[] = {0x00};
+  assert_int_equal(read_positions(zero, 1, 1, 0, pos, &used), DCR_E_POSITION);
+  /* the last position of a 2^32-element chunk, then one more */
+  const uint8_t max_then_zero[] = {0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x00};
+  assert_int_equal(read_positions(max_then_zero, 5, 1, (size_t)1 << 32, pos, &used), DCR_OK);
+  assert_int_equal(pos[0], UINT32_MAX);
+  assert_int_equal(read_positions(max_then_zero, 6, 2, (size_t)1 << 32, pos, &used),
+                   DCR_E_POSITION);
+}
+
+static void test_pos1_gap_of_2_32_or_more_is_rejected(void **state) {
+  (void)state;
+  uint32_t pos[1];
+  size_t used;
+  const uint8_t two32[] = {0x80, 0x80, 0x80, 0x80, 0x10};     /* 2^32 */
+  const uint8_t max35[] = {0xFF, 0xFF, 0xFF, 0xFF, 0x7F};     /* 2^35 - 1 */
+  const uint8_t under[] = {0xFF, 0xFF, 0xFF, 0xFF, 0x0F};     /* 2^32 - 1 */
+  assert_int_equal(read_positions(two32, 5, 1, SIZE_MAX, pos, &used), DCR_E_POSITION);
+  assert_int_equal(read_positions(max35, 5, 1, SIZE_MAX, pos, &used), DCR_E_POSITION);
+  assert_int_equal(read_positions(under, 5, 1, SIZE_MAX, pos, &used), DCR_OK);
+  assert_int_equal(pos[0], UINT32_MAX);
+}
+
+/* ---- change detection (§3) --------------------------------------------- */
+
+static void test_dt_signed_zero_is_a_change(void **state) {
+  (void)state;
+  const uint8_t plus[4] = {0, 0, 0, 0x00}, minus[4] = {0, 0, 0, 0x80}; /* F32, LE */
+  uint32_t pos[1] = {77};
+  assert_int_equal(dcr__detect(plus, minus, 1, 4, pos), 1);
+  assert_int_equal(pos[0], 0);
+  assert_int_equal(dcr__count_changed(plus, minus, 1, 4), 1);
+  /* BF16 / F16 and F64 too */
+  const uint8_t p2[2] = {0, 0}, m2[2] = {0, 0x80};
+  assert_int_equal(dcr__count_changed(p2, m2, 1, 2), 1);
+  const uint8_t p8[8] = {0}, m8[8] = {0, 0, 0, 0, 0, 0, 0, 0x80};
+  assert_int_equal(dcr__count_changed(p8, m8, 1, 8), 1);
+}
+
+static void test_dt_nan_payload_is_a_change(void **state) {
+  (void)state;
+  /* F32 0x7FC00000 and 0x7FC00001: both NaN, different bits */
+  const uint8_t a[8] = {0x00, 0x00, 0xC0, 0x7F, 0x00, 0x00, 0xC0, 0x7F};
+  const uint8_t b[8] = {0x01, 0x00, 0xC0, 0x7F, 0x00, 0x00, 0xC0, 0x7F};
+  uint32_t pos[2];
+  assert_int_equal(dcr__detect(a, b, 2, 4, pos), 1);
+  assert_int_equal(pos[0], 0);
+  assert_int_equal(dcr__count_changed(a, b, 2, 4), 1);
+  /* the same NaN bits are no change, though NaN != NaN as a number */
+  assert_int_equal(dcr__detect(a, a, 2, 4, pos), 0);
+  assert_int_equal(dcr__count_changed(a, a, 2, 4), 0);
+}
+
+static void test_dt_count_changed_agrees_with_detect(void **state) {
+  (void)state;
+  rng_seed(5);
+  for (size_t e = 0; e < 4; e++)
+    for (int trial = 0; trial < 20; trial++) {
+      unsigned esize = esizes[e];
+      size_t n = (size_t)(rng() % 3000), bytes = n * esize;
+      uint8_t *a = xmalloc(bytes), *b = xmalloc(bytes);
+      uint32_t *pos = xmalloc(n * sizeof *pos + 4);
+      fill_random(a, bytes);
+      make_changes(a, b, n, esize, n ? (size_t)(rng() % (n + 1)) : 0);
+      size_t k = dcr__detect(a, b, n, esize, pos), want = 0;
+      for (size_t i = 0; i < n; i++)
+        if (memcmp(a + i * esize, b + i * esize, esize)) {
+          assert_true(want < k);
+          assert_int_equal(pos[want], i);
+          want++;
+        }
+      assert_int_equal(k, want);
+      assert_int_equal(dcr__count_changed(a, b, n, esize), k);
+      assert_int_equal(dcr__count_changed(b, a, n, esize), k);
+      assert_int_equal(dcr__count_changed(a, a, n, esize), 0);
+      free(a);
+      free(b);
+      free(pos);
+    }
+}
+
+/* ---- chunk encoder and decoder (§9) ------------------------------------- */
+
+/* Encodes base -> target, checks the choice, decodes with and without a chunk,
+ * and checks the result. Returns the encoding chosen (0: unchanged). */
+static int encode_decode(dcr__chunk_encoder *ce, dcr__chunk_decoder *dd, const uint8_t *base,
+                         const uint8_t *target, size_t bytes, unsigned esize) {
+  size_t n = bytes / esize;
+  dcr__encoded out;
+  assert_int_equal(dcr__encode_chunk(ce, base, target, bytes, esize, &out), DCR_OK);
+  assert_int_equal(out.count, dcr__count_changed(base, target, n, esize));
+  if (!out.count) return 0;
+  assert_in_range(out.encoding, DCR_ENC_XOR_DENSE, DCR_ENC_OVERWRITE_SPARSE);
+  assert_in_range(out.compression, DCR_COMP_NONE, DCR_COMP_ZSTD);
+  if (ce->level == 0) assert_int_equal(out.compression, DCR_COMP_NONE);
+  uint8_t *copy = xmalloc(out.length);
+  memcpy(copy, out.data, out.length);
+  dcr__chunk c = record(out.encoding, out.compression, out.count);
+  dcr_detail d;
+  dcr__detail_init(&d);
+  assert_int_equal(dcr__decode_chunk(dd, &c, copy, out.length, esize, n, NULL, &d), DCR_OK);
+  uint8_t *work = xmalloc(bytes);
+  memcpy(work, base, bytes);
+  assert_int_equal(dcr__decode_chunk(dd, &c, copy, out.length, esize, n, work, &d), DCR_OK);
+  assert_memory_equal(work, target, bytes);
+  /* determinism: the same input gives the same bytes */
+  dcr__encoded again;
+  assert_int_equal(dcr__encode_chunk(ce, base, target, bytes, esize, &again), DCR_OK);
+  assert_int_equal(again.encoding, out.encoding);
+  assert_int_equal(again.compression, out.compression);
+  assert_int_equal(again.count, out.count);
+  assert_int_equal(again.length, out.length);
+  assert_memory_equal(again.data, copy, out.length);
+  free(work);
+  free(copy);
+  return out.encoding;
+}
+
+static void run_rates(int level) {
+  const size_t chunk_size = 4096;
+  dcr__chunk_encoder ce;
+  dcr__chunk_decoder dd;
+  assert_int_equal(dcr__chunk_encoder_init(&ce, chunk_size, level), DCR_OK);
+  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size), DCR_OK);
+  uint8_t *base = xmalloc(chunk_size), *target = xmalloc(chunk_size);
+  rng_seed(6 + (uint64_t)level);
+  for (size_t e = 0; e < 4; e++) {
+    unsigned esize = esizes[e];
+    /* a full chunk, and a short last chunk with an odd element count */
+    const size_t sizes[2] = {chunk_size, chunk_size - 3 * esize};
+    for (int s = 0; s < 2; s++) {
+      size_t bytes = sizes[s], n = bytes / esize;
+      /* smooth-ish base data, as weights are: zstd has something to find */
+      for (size_t i = 0; i < bytes; i++) base[i] = (uint8_t)((i % esize == esize - 1) ? 0x3F : rng_byte() & 0x0F);
+      const size_t changes[] = {0, 1, n / 100 ? n / 100 : 1, n / 10, n / 2, n};
+      for (size_t r = 0; r < sizeof changes / sizeof changes[0]; r++) {
+        make_changes(base, target, n, esize, changes[r]);
+        int enc = encode_decode(&ce, &dd, base, target, bytes, esize);
+        if (changes[r] == 0) assert_int_equal(enc, 0);
+        /* 1 element and 1%: sparse; 100%: dense (§9.1) */
+        if (r == 1 || r == 2)
+          assert_true(enc == DCR_ENC_XOR_SPARSE || enc == DCR_ENC_OVERWRITE_SPARSE);
+        if (r == 5) assert_true(enc == DCR_ENC_XOR_DENSE || enc == DCR_ENC_OVERWRITE_DENSE);
+      }
+    }
+  }
+  free(base);
+  free(target);
+  dcr__chunk_encoder_free(&ce);
+  dcr__chunk_decoder_free(&dd);
+}
+
+static void test_enc_round_trip_all_rates_level0(void **state) {
+  (void)state;
+  run_rates(0);
+}
+
+static void test_enc_round_trip_all_rates_level3(void **state) {
+  (void)state;
+  run_rates(3);
+}
+
+static void test_enc_ties_prefer_lowest_id_and_no_compression(void **state) {
+  (void)state;
+  /* every element changed, stored: XOR_DENSE and OVERWRITE_DENSE are the same size,
+   * so the lower id wins (§9.3) */
+  dcr__chunk_encoder ce;
+  assert_int_equal(dcr__chunk_encoder_init(&ce, 4096, 0), DCR_OK);
+  uint8_t base[4096], target[4096];
+  rng_seed(7);
+  fill_random(base, sizeof base);
+  make_changes(base, target, 2048, 2, 2048);
+  dcr__encoded out;
+  assert_int_equal(dcr__encode_chunk(&ce, base, target, sizeof base, 2, &out), DCR_OK);
+  assert_int_equal(out.encoding, DCR_ENC_XOR_DENSE);
+  assert_int_equal(out.compression, DCR_COMP_NONE);
+  assert_int_equal(out.length, sizeof base);
+  dcr__chunk_encoder_free(&ce);
+}
+
+static void test_enc_forced_encodings_decode(void **state) {
+  (void)state;
+  rng_seed(8);
+  for (size_t e = 0; e < 4; e++) {
+    unsigned esize = esizes[e];
+    const size_t n = 301;
+    uint8_t *base = xmalloc(n * esize), *target = xmalloc(n * esize), *work = xmalloc(n * esize);
+    uint8_t *data = xmalloc(encoded_capacity(n, esize));
+    fill_random(base, n * esize);
+    memcpy(target, base, n * esize);
+    const size_t changed[] = {0, 5, 17, 150, 299, 300};
+    for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++)
+      change_element(target, changed[i], esize);
+    for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_OVERWRITE_SPARSE; enc++)
+      for (int comp = DCR_COMP_NONE; comp <= DCR_COMP_ZSTD; comp++) {
+        uint32_t count;
+        size_t length = build_encoded(enc, comp, base, target, n, esize, data, &count);
+        assert_int_equal(count, 6);
+        dcr__chunk c = record(enc, comp, count);
+        assert_int_equal(decode(&c, data, length, esize, n, NULL), DCR_OK);
+        memcpy(work, base, n * esize);
+        assert_int_equal(decode(&c, data, length, esize, n, work), DCR_OK);
+        assert_memory_equal(work, target, n * esize);
+      }
+    free(base);
+    free(target);
+    free(work);
+    free(data);
+  }
+}
+
+/* ---- decoder rejections -------------------------------------------------- */
+
+/* A small fixture: esize 2, 100 elements, 4 changed. */
+#define FX_N 100
+#define FX_E 2
+typedef struct {
+  uint8_t base[FX_N * FX_E], target[FX_N * FX_E], work[FX_N * FX_E];
+  uint8_t data[4096];
+} fixture;
+
+static void fixture_init(fixture *f) {
+  rng_seed(9);
+  fill_random(f->base, sizeof f->base);
+  memcpy(f->target, f->base, sizeof f->base);
+  change_element(f->target, 0, FX_E);
+  change_element(f->target, 10, FX_E);
+  change_element(f->target, 50, FX_E);
+  change_element(f->target, 99, FX_E);
+  memcpy(f->work, f->base, sizeof f->base);
+}
+
+static void test_enc1_unknown_encoding_or_compression_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  uint32_t count;
+  size_t length = build_encoded(DCR_ENC_XOR_DENSE, 0, f.base, f.target, FX_N, FX_E, f.data, &count);
+  const int bad_enc[] = {0, 5, 9, 255};
+  for (size_t i = 0; i < sizeof bad_enc / sizeof bad_enc[0]; i++) {
+    dcr__chunk c = record(bad_enc[i], 0, count);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_ENCODING);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_ENCODING);
+  }
+  const int bad_comp[] = {2, 3, 255};
+  for (size_t i = 0; i < sizeof bad_comp / sizeof bad_comp[0]; i++) {
+    dcr__chunk c = record(DCR_ENC_XOR_DENSE, bad_comp[i], count);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_ENCODING);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_ENCODING);
+  }
+  assert_memory_equal(f.work, f.base, sizeof f.base);
+}
+
+static void test_enc4_trailing_byte_after_last_stream_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_OVERWRITE_SPARSE; enc++)
+    for (int comp = 0; comp <= 1; comp++) {
+      uint32_t count;
+      size_t length = build_encoded(enc, comp, f.base, f.target, FX_N, FX_E, f.data, &count);
+      dcr__chunk c = record(enc, comp, count);
+      assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_OK);
+      f.data[length] = 0;
+      assert_int_equal(decode(&c, f.data, length + 1, FX_E, FX_N, NULL), DCR_E_ENCODING);
+      memcpy(f.work, f.base, sizeof f.base);
+      assert_int_equal(decode(&c, f.data, length + 1, FX_E, FX_N, f.work), DCR_E_ENCODING);
+      assert_memory_equal(f.work, f.base, sizeof f.base);
+    }
+}
+
+static void test_enc2_sparse_xor_value_all_zero_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  for (int comp = 0; comp <= 1; comp++) {
+    /* positions 0, 10, 50, 99 but value of element 50 all zero */
+    const uint32_t pos[4] = {0, 10, 50, 99};
+    uint8_t varints[32], values[4 * FX_E], planes[4 * FX_E];
+    size_t v = dcr__positions_write(varints, pos, 4);
+    for (size_t i = 0; i < 4; i++)
+      for (unsigned b = 0; b < FX_E; b++)
+        values[i * FX_E + b] =
+            (uint8_t)(f.base[pos[i] * FX_E + b] ^ f.target[pos[i] * FX_E + b]);
+    memset(values + 2 * FX_E, 0, FX_E);
+    dcr__planes_split(planes, values, 4, FX_E);
+    size_t length = put_stream(f.data, comp, varints, v);
+    length += put_stream(f.data + length, comp, planes, sizeof planes);
+    dcr__chunk c = record(DCR_ENC_XOR_SPARSE, comp, 4);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_ENCODING);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_ENCODING);
+  }
+}
+
+static void test_enc2_xor_dense_count_mismatch_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  for (int comp = 0; comp <= 1; comp++) {
+    uint32_t count;
+    size_t length = build_encoded(DCR_ENC_XOR_DENSE, comp, f.base, f.target, FX_N, FX_E, f.data,
+                                  &count);
+    assert_int_equal(count, 4);
+    const uint32_t wrong[] = {1, 3, 5, FX_N};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+      dcr__chunk c = record(DCR_ENC_XOR_DENSE, comp, wrong[i]);
+      assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_ENCODING);
+      memcpy(f.work, f.base, sizeof f.base);
+      assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_ENCODING);
+      assert_memory_equal(f.work, f.base, sizeof f.base);
+    }
+  }
+}
+
+static void test_enc3_overwrite_count_mismatch_is_rejected_at_apply(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  for (int comp = 0; comp <= 1; comp++) {
+    uint32_t count;
+    size_t length = build_encoded(DCR_ENC_OVERWRITE_DENSE, comp, f.base, f.target, FX_N, FX_E,
+                                  f.data, &count);
+    assert_int_equal(count, 4);
+    const uint32_t wrong[] = {1, 3, 5, FX_N};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+      dcr__chunk c = record(DCR_ENC_OVERWRITE_DENSE, comp, wrong[i]);
+      /* without a base the count cannot be checked */
+      assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_OK);
+      memcpy(f.work, f.base, sizeof f.base);
+      assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_ENCODING);
+      /* and the chunk is left untouched */
+      assert_memory_equal(f.work, f.base, sizeof f.base);
+    }
+    /* applied to bytes that are not the base: the count is wrong too */
+    dcr__chunk c = record(DCR_ENC_OVERWRITE_DENSE, comp, 4);
+    memcpy(f.work, f.target, sizeof f.target);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_ENCODING);
+    assert_memory_equal(f.work, f.target, sizeof f.target);
+  }
+  /* OVERWRITE_SPARSE: a value equal to the bytes it replaces does not change */
+  for (int comp = 0; comp <= 1; comp++) {
+    uint32_t count;
+    size_t length = build_encoded(DCR_ENC_OVERWRITE_SPARSE, comp, f.base, f.target, FX_N, FX_E,
+                                  f.data, &count);
+    dcr__chunk c = record(DCR_ENC_OVERWRITE_SPARSE, comp, count);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_OK);
+    memcpy(f.work, f.target, sizeof f.target);
+    assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_ENCODING);
+  }
+}
+
+static void test_cmp3_frame_size_differs_from_stream_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  uint8_t planes[FX_N * FX_E + 8];
+  memset(planes, 0, sizeof planes);
+  const size_t sizes[] = {FX_N * FX_E - 1, FX_N * FX_E + 1, 0, FX_N * FX_E + 8};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    size_t length = put_stream(f.data, DCR_COMP_ZSTD, planes, sizes[i]);
+    for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_OVERWRITE_DENSE; enc += 2) {
+      dcr__chunk c = record(enc, DCR_COMP_ZSTD, 1);
+      assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+      assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_DECOMPRESS);
+    }
+  }
+  /* sparse: the value frame must hold count elements exactly */
+  const uint32_t pos[2] = {3, 7};
+  uint8_t varints[16], values[3 * FX_E];
+  memset(values, 1, sizeof values);
+  size_t v = dcr__positions_write(varints, pos, 2);
+  size_t length = put_stream(f.data, DCR_COMP_ZSTD, varints, v);
+  length += put_stream(f.data + length, DCR_COMP_ZSTD, values, 3 * FX_E);
+  dcr__chunk c = record(DCR_ENC_XOR_SPARSE, DCR_COMP_ZSTD, 2);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+  /* a position frame above 5 * count: DCR_E_DECOMPRESS or DCR_E_LIMIT (§9.3) */
+  uint8_t many[16];
+  memset(many, 0, sizeof many);
+  length = put_stream(f.data, DCR_COMP_ZSTD, many, 11); /* 5 * 2 = 10 at most */
+  length += put_stream(f.data + length, DCR_COMP_ZSTD, values, 2 * FX_E);
+  int rc = decode(&c, f.data, length, FX_E, FX_N, NULL);
+  assert_true(rc == DCR_E_DECOMPRESS || rc == DCR_E_LIMIT);
+}
+
+static void test_cmp3_frame_producing_fewer_bytes_than_declared_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  /* a frame of 199 bytes whose header is patched to declare 200 */
+  uint8_t planes[FX_N * FX_E];
+  for (size_t i = 0; i < sizeof planes; i++) planes[i] = (uint8_t)(i * 7);
+  size_t length = put_stream(f.data, DCR_COMP_ZSTD, planes, sizeof planes - 1);
+  uint8_t desc = f.data[4];
+  /* single segment, 1-byte content size, no dictionary id, no checksum */
+  if ((desc >> 6) != 0 || !((desc >> 5) & 1) || (desc & 3) || ((desc >> 2) & 1)) skip();
+  assert_int_equal(f.data[5], sizeof planes - 1);
+  f.data[5] = (uint8_t)sizeof planes;
+  assert_int_equal(ZSTD_getFrameContentSize(f.data, length), sizeof planes);
+  dcr__chunk c = record(DCR_ENC_OVERWRITE_DENSE, DCR_COMP_ZSTD, 1);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_DECOMPRESS);
+  assert_memory_equal(f.work, f.base, sizeof f.base);
+}
+
+/* One zstd frame without a content size, made by streaming compression. */
+static size_t compress_unsized(uint8_t *out, size_t cap, const uint8_t *src, size_t length) {
+  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  assert_non_null(cc);
+  assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0)));
+  ZSTD_inBuffer in = {src, length, 0};
+  ZSTD_outBuffer o = {out, cap, 0};
+  size_t left;
+  do {
+    left = ZSTD_compressStream2(cc, &o, &in, ZSTD_e_end);
+    assert_false(ZSTD_isError(left));
+  } while (left);
+  ZSTD_freeCCtx(cc);
+  assert_int_equal(ZSTD_getFrameContentSize(out, o.pos), ZSTD_CONTENTSIZE_UNKNOWN);
+  return o.pos;
+}
+
+static void test_cmp3_frame_without_content_size_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  uint8_t planes[FX_N * FX_E];
+  memset(planes, 0, sizeof planes);
+  planes[0] = 1;
+  size_t length = compress_unsized(f.data, sizeof f.data, planes, sizeof planes);
+  dcr__chunk c = record(DCR_ENC_XOR_DENSE, DCR_COMP_ZSTD, 1);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, f.work), DCR_E_DECOMPRESS);
+  assert_memory_equal(f.work, f.base, sizeof f.base);
+  /* a sparse chunk whose position frame has no content size */
+  const uint32_t pos[1] = {3};
+  uint8_t varints[8];
+  size_t v = dcr__positions_write(varints, pos, 1);
+  length = compress_unsized(f.data, sizeof f.data, varints, v);
+  length += put_stream(f.data + length, DCR_COMP_ZSTD, planes, FX_E);
+  c = record(DCR_ENC_XOR_SPARSE, DCR_COMP_ZSTD, 1);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+}
+
+static void test_cmp3_garbage_instead_of_frame_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  rng_seed(10);
+  for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_OVERWRITE_SPARSE; enc++) {
+    fill_random(f.data, 300);
+    dcr__chunk c = record(enc, DCR_COMP_ZSTD, 4);
+    assert_int_equal(decode(&c, f.data, 300, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+    /* nothing at all where a frame should be */
+    assert_int_equal(decode(&c, f.data, 0, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+    /* a frame cut short */
+    uint32_t count;
+    size_t length = build_encoded(enc, DCR_COMP_ZSTD, f.base, f.target, FX_N, FX_E, f.data, &count);
+    c = record(enc, DCR_COMP_ZSTD, count);
+    assert_int_equal(decode(&c, f.data, length - 1, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
+  }
+}
+
+static void test_cmp3_position_frame_with_bytes_left_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  /* two positions (2 bytes) and an extra byte in the position frame */
+  const uint8_t varints[3] = {0x03, 0x03, 0x00};
+  uint8_t values[2 * FX_E];
+  memset(values, 1, sizeof values);
+  size_t length = put_stream(f.data, DCR_COMP_ZSTD, varints, 3);
+  length += put_stream(f.data + length, DCR_COMP_ZSTD, values, sizeof values);
+  dcr__chunk c = record(DCR_ENC_XOR_SPARSE, DCR_COMP_ZSTD, 2);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_POSITION);
+  /* stored, a position stream ends after its count-th varint (§9.3), so the
+   * same two varints followed by the values decode */
+  length = put_stream(f.data, DCR_COMP_NONE, varints, 2);
+  length += put_stream(f.data + length, DCR_COMP_NONE, values, sizeof values);
+  c = record(DCR_ENC_XOR_SPARSE, DCR_COMP_NONE, 2);
+  assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_OK);
+}
+
+static void test_enc_stored_stream_too_short_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fixture_init(&f);
+  for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_OVERWRITE_SPARSE; enc++) {
+    uint32_t count;
+    size_t length = build_encoded(enc, DCR_COMP_NONE, f.base, f.target, FX_N, FX_E, f.data, &count);
+    dcr__chunk c = record(enc, DCR_COMP_NONE, count);
+    int sparse = enc == DCR_ENC_XOR_SPARSE || enc == DCR_ENC_OVERWRITE_SPARSE;
+    for (size_t cut = 0; cut < length; cut++) {
+      int rc = decode(&c, f.data, cut, FX_E, FX_N, NULL);
+      /* a cut inside the positions is a position error; inside the planes, a
+       * short stream */
+      if (sparse) assert_true(rc == DCR_E_ENCODING || rc == DCR_E_POSITION);
+      else assert_int_equal(rc, DCR_E_ENCODING);
+      if (!sparse || cut >= length - count * FX_E) assert_int_equal(rc, DCR_E_ENCODING);
+    }
+  }
+}
+
+/* The decoder must not write outside its buffers whatever the record says
+ * (chunk_decode.c: "a hostile chunk can only fail, never overrun"). A count
+ * above n is rejected by the index (§8.3) before the decoder runs, but the
+ * decoder bounds the position frame by 5 * count alone. zstd is not
+ * instrumented, so the varint buffer is swapped for one with a guard zone. */
+static void test_cmp3_sparse_count_above_n_fails_without_overrun(void **state) {
+  (void)state;
+  const size_t chunk_size = 4096, n = 4096; /* esize 1: n = chunk_size */
+  const uint32_t count = (uint32_t)n + 1;
+  size_t declared = DCR__VARINT_MAX * (size_t)count; /* 5 bytes past the varint buffer */
+  uint8_t *varints = calloc(declared, 1);
+  uint8_t *data = xmalloc(ZSTD_compressBound(declared) + 64);
+  assert_non_null(varints);
+  size_t length = put_stream(data, DCR_COMP_ZSTD, varints, declared);
+  dcr__chunk c = record(DCR_ENC_XOR_SPARSE, DCR_COMP_ZSTD, count);
+
+  dcr__chunk_decoder dd;
+  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size), DCR_OK);
+  const size_t room = DCR__VARINT_MAX * chunk_size, guard = 64;
+  uint8_t *own = dd.varints, *guarded = xmalloc(room + guard);
+  memset(guarded, 0xCD, room + guard);
+  dd.varints = guarded;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  int rc = dcr__decode_chunk(&dd, &c, data, length, 1, n, NULL, &d);
+  dd.varints = own;
+  size_t overrun = 0;
+  for (size_t i = room; i < room + guard; i++) overrun += guarded[i] != 0xCD;
+  if (overrun)
+    print_message("    decoder wrote %zu bytes past its %zu-byte varint buffer (rc %s)\n",
+                  overrun, room, dcr_error_name(rc));
+  dcr__chunk_decoder_free(&dd);
+  free(guarded);
+  free(varints);
+  free(data);
+  assert_int_not_equal(rc, DCR_OK);
+  assert_int_equal(overrun, 0);
+}
+
+/* ---- pool ---------------------------------------------------------------- */
+
+typedef struct {
+  atomic_uint *hits;
+  unsigned threads;
+  atomic_uint bad_worker;
+} pool_ctx;
+
+static void count_job(void *ctx, size_t job, unsigned worker) {
+  pool_ctx *p = ctx;
+  atomic_fetch_add(&p->hits[job], 1u);
+  if (worker >= p->threads) atomic_fetch_add(&p->bad_worker, 1u);
+}
+
+static void test_pool_runs_every_job_once(void **state) {
+  (void)state;
+  const unsigned threads[] = {1, 2, 7};
+  const size_t jobs[] = {0, 1, 3, 1000, 7};
+  for (size_t t = 0; t < 3; t++) {
+    dcr__pool *pool = NULL;
+    assert_int_equal(dcr__pool_create(&pool, threads[t]), DCR_OK);
+    assert_int_equal(dcr__pool_threads(pool), threads[t]);
+    /* the same pool runs batch after batch */
+    for (size_t b = 0; b < sizeof jobs / sizeof jobs[0]; b++) {
+      pool_ctx ctx;
+      ctx.hits = calloc(jobs[b] + 1, sizeof *ctx.hits);
+      assert_non_null(ctx.hits);
+      ctx.threads = threads[t];
+      atomic_init(&ctx.bad_worker, 0u);
+      for (size_t j = 0; j < jobs[b]; j++) atomic_init(&ctx.hits[j], 0u);
+      dcr__pool_run(pool, jobs[b], count_job, &ctx);
+      for (size_t j = 0; j < jobs[b]; j++) assert_int_equal(atomic_load(&ctx.hits[j]), 1);
+      assert_int_equal(atomic_load(&ctx.bad_worker), 0);
+      free(ctx.hits);
+    }
+    dcr__pool_free(pool);
+  }
+  dcr__pool_free(NULL);
+  assert_true(dcr__default_threads() >= 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_planes_split_join_round_trip),
+      cmocka_unit_test(test_planes_xor_into_applies_xor),
+      cmocka_unit_test(test_planes_nonzero_counts_nonzero_elements),
+      cmocka_unit_test(test_pos_round_trip_random_sets),
+      cmocka_unit_test(test_pos_round_trip_large_gaps),
+      cmocka_unit_test(test_pos_empty_stream),
+      cmocka_unit_test(test_pos1_varint_running_past_stream_is_rejected),
+      cmocka_unit_test(test_pos1_six_byte_varint_is_rejected),
+      cmocka_unit_test(test_pos1_non_minimal_varint_is_rejected),
+      cmocka_unit_test(test_pos1_position_past_chunk_is_rejected),
+      cmocka_unit_test(test_pos1_gap_of_2_32_or_more_is_rejected),
+      cmocka_unit_test(test_dt_signed_zero_is_a_change),
+      cmocka_unit_test(test_dt_nan_payload_is_a_change),
+      cmocka_unit_test(test_dt_count_changed_agrees_with_detect),
+      cmocka_unit_test(test_enc_round_trip_all_rates_level0),
+      cmocka_unit_test(test_enc_round_trip_all_rates_level3),
+      cmocka_unit_test(test_enc_ties_prefer_lowest_id_and_no_compression),
+      cmocka_unit_test(test_enc_forced_encodings_decode),
+      cmocka_unit_test(test_enc1_unknown_encoding_or_compression_is_rejected),
+      cmocka_unit_test(test_enc4_trailing_byte_after_last_stream_is_rejected),
+      cmocka_unit_test(test_enc2_sparse_xor_value_all_zero_is_rejected),
+      cmocka_unit_test(test_enc2_xor_dense_count_mismatch_is_rejected),
+      cmocka_unit_test(test_enc3_overwrite_count_mismatch_is_rejected_at_apply),
+      cmocka_unit_test(test_cmp3_frame_size_differs_from_stream_is_rejected),
+      cmocka_unit_test(test_cmp3_frame_producing_fewer_bytes_than_declared_is_rejected),
+      cmocka_unit_test(test_cmp3_frame_without_content_size_is_rejected),
+      cmocka_unit_test(test_cmp3_garbage_instead_of_frame_is_rejected),
+      cmocka_unit_test(test_cmp3_position_frame_with_bytes_left_is_rejected),
+      cmocka_unit_test(test_enc_stored_stream_too_short_is_rejected),
+      cmocka_unit_test(test_pool_runs_every_job_once),
+      /* last: if it overruns, a sanitizer stops the run here */
+      cmocka_unit_test(test_cmp3_sparse_count_above_n_fails_without_overrun),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,23 @@
+#!/bin/sh
+# Installs what dcr needs to build and test, from Debian's packages, if missing.
+# Needs root (or sudo) only when something is missing.
+set -eu
+need=""
+command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v make >/dev/null 2>&1 || need="$need make"
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+command -v python3 >/dev/null 2>&1 || need="$need python3"
+command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-check hashes
+for pair in libzstd:libzstd-dev libxxhash:libxxhash-dev jansson:libjansson-dev cmocka:libcmocka-dev; do
+  pkg-config --exists "${pair%%:*}" 2>/dev/null || need="$need ${pair#*:}"
+done
+[ -z "$need" ] && exit 0
+echo "deps: installing$need" >&2
+if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+  echo "deps: missing$need; install them as root (apt-get install$need)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $need >/dev/null
