@@ -83,21 +83,26 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
 }
 
 static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
-                        unsigned esize, int is_xor, uint8_t *chunk, dcr_detail *d) {
+                        unsigned esize, int op, uint8_t *chunk, dcr_detail *d) {
   for (size_t i = 0; i < count; i++) {
     uint8_t *e = chunk ? chunk + (size_t)dd->pos[i] * esize : NULL;
-    uint8_t any = 0, same = 1;
+    uint8_t v[8], any = 0, same = 1;
     for (unsigned b = 0; b < esize; b++) {
-      uint8_t v = planes[b * count + i];
-      any |= v;
-      if (e) same &= (is_xor ? !v : e[b] == v);
+      v[b] = planes[b * count + i];
+      any |= v[b];
+      if (e) same &= e[b] == v[b];
     }
-    if (is_xor ? !any : (e && same))
+    /* a zero XOR or delta, or an overwrite with the same bits, changes nothing */
+    if (op == DCR__OP_OVERWRITE ? (e && same) : !any)
       return dcr__fail(d, DCR_E_ENCODING, "position %zu (element %u) does not change", i,
                        dd->pos[i]);
-    if (e)
-      for (unsigned b = 0; b < esize; b++)
-        e[b] = (uint8_t)(is_xor ? e[b] ^ planes[b * count + i] : planes[b * count + i]);
+    if (!e) continue;
+    if (op == DCR__OP_XOR)
+      for (unsigned b = 0; b < esize; b++) e[b] ^= v[b];
+    else if (op == DCR__OP_OVERWRITE)
+      memcpy(e, v, esize);
+    else
+      dcr__delta_apply(e, v, esize);
   }
   return DCR_OK;
 }
@@ -106,14 +111,13 @@ int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t
                       size_t length, unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
   if (c->compression > DCR_COMP_ZSTD)
     return dcr__fail(d, DCR_E_ENCODING, "unknown compression %u", c->compression);
-  if (c->encoding < DCR_ENC_XOR_DENSE || c->encoding > DCR_ENC_OVERWRITE_SPARSE)
+  if (c->encoding < DCR_ENC_XOR_DENSE || c->encoding >= DCR_ENC_COUNT)
     return dcr__fail(d, DCR_E_ENCODING, "unknown encoding %u", c->encoding);
   /* The index checks this too; repeated so that no caller can make the buffers
    * sized for n overflow. */
   if (c->count == 0 || c->count > n)
     return dcr__fail(d, DCR_E_INDEX, "count %u outside 1..%zu", c->count, n);
-  int is_sparse = c->encoding == DCR_ENC_XOR_SPARSE || c->encoding == DCR_ENC_OVERWRITE_SPARSE;
-  int is_xor = c->encoding == DCR_ENC_XOR_DENSE || c->encoding == DCR_ENC_XOR_SPARSE;
+  int is_sparse = dcr__enc_sparse(c->encoding), op = dcr__enc_op(c->encoding);
   size_t k = is_sparse ? c->count : n;
   input in = {data, length};
   const uint8_t *planes;
@@ -125,19 +129,26 @@ int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t
     return rc;
   if (in.left)
     return dcr__fail(d, DCR_E_ENCODING, "%zu bytes left after the last stream", in.left);
-  if (is_sparse) return apply_sparse(dd, planes, k, esize, is_xor, chunk, d);
-  if (is_xor) {
+  if (is_sparse) return apply_sparse(dd, planes, k, esize, op, chunk, d);
+  /* The spare varint buffer holds joined elements, so that a chunk is untouched
+   * when a check fails. */
+  uint8_t *joined = dd->varints;
+  if (op != DCR__OP_OVERWRITE) {
     size_t changed = dcr__planes_nonzero(planes, n, esize);
     if (changed != c->count)
-      return dcr__fail(d, DCR_E_ENCODING, "XOR changes %zu elements; count says %u", changed,
-                       c->count);
-    if (chunk) dcr__planes_xor_into(chunk, planes, n, esize);
+      return dcr__fail(d, DCR_E_ENCODING, "%s changes %zu elements; count says %u",
+                       op == DCR__OP_XOR ? "XOR" : "delta", changed, c->count);
+    if (!chunk) return DCR_OK;
+    if (op == DCR__OP_XOR) {
+      dcr__planes_xor_into(chunk, planes, n, esize);
+    } else {
+      dcr__planes_join(joined, planes, n, esize);
+      for (size_t i = 0; i < n; i++) dcr__delta_apply(chunk + i * esize, joined + i * esize, esize);
+    }
     return DCR_OK;
   }
+  /* Overwrite: the count can only be checked against the bytes it replaces. */
   if (!chunk) return DCR_OK;
-  /* Overwrite: the count can only be checked against the bytes it replaces. Join
-   * into the spare varint buffer first so the chunk is untouched on failure. */
-  uint8_t *joined = dd->varints;
   dcr__planes_join(joined, planes, n, esize);
   size_t changed = dcr__count_changed(chunk, joined, n, esize);
   if (changed != c->count)

@@ -28,7 +28,12 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
   ce->varints = malloc(DCR__VARINT_MAX * chunk_size);
   ce->trial = malloc(ce->trial_capacity);
   ce->best = malloc(ce->trial_capacity);
-  if (level > 0) ce->cctx = ZSTD_createCCtx();
+  if (level > 0 && (ce->cctx = ZSTD_createCCtx())) {
+    ZSTD_CCtx_setParameter(ce->cctx, ZSTD_c_compressionLevel, level);
+    /* Streams are mostly small-alphabet symbols (gap bytes, delta planes) whose
+     * short repeats cost more as matches than as Huffman-coded literals. */
+    ZSTD_CCtx_setParameter(ce->cctx, ZSTD_c_minMatch, 7);
+  }
   if (!ce->pos || !ce->values || !ce->planes || !ce->varints || !ce->trial || !ce->best ||
       (level > 0 && !ce->cctx)) {
     dcr__chunk_encoder_free(ce);
@@ -78,8 +83,8 @@ static int consider(dcr__chunk_encoder *ce, uint8_t encoding, const streams *s,
   if (!ce->cctx) return DCR_OK;
   size_t z = 0;
   for (unsigned i = 0; i < s->count; i++) {
-    size_t n = ZSTD_compressCCtx(ce->cctx, ce->trial + z, ce->trial_capacity - z, s->data[i],
-                                 s->length[i], ce->level);
+    size_t n = ZSTD_compress2(ce->cctx, ce->trial + z, ce->trial_capacity - z, s->data[i],
+                              s->length[i]);
     if (ZSTD_isError(n)) return DCR_E_NOMEM;
     z += n;
   }
@@ -100,22 +105,24 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
   size_t varlen = sparse ? dcr__positions_write(ce->varints, ce->pos, count) : 0;
   streams s;
   int rc = DCR_OK;
-  for (uint8_t enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_OVERWRITE_SPARSE && !rc; enc++) {
-    int is_sparse = enc == DCR_ENC_XOR_SPARSE || enc == DCR_ENC_OVERWRITE_SPARSE;
-    int is_xor = enc == DCR_ENC_XOR_DENSE || enc == DCR_ENC_XOR_SPARSE;
+  for (uint8_t enc = 1; enc < DCR_ENC_COUNT && !rc; enc++) {
+    int is_sparse = dcr__enc_sparse(enc), op = dcr__enc_op(enc);
     if (is_sparse ? !sparse : !dense) continue;
     size_t k = is_sparse ? count : n;
-    const uint8_t *elems = target;
-    if (is_sparse) {
+    const uint8_t *elems = ce->values;
+    if (op == DCR__OP_DELTA) {
+      dcr__delta_make(ce->values, base, target, is_sparse ? ce->pos : NULL, k, esize);
+    } else if (is_sparse) {
       for (size_t i = 0; i < count; i++)
         for (unsigned b = 0; b < esize; b++) {
           size_t at = (size_t)ce->pos[i] * esize + b;
-          ce->values[i * esize + b] = (uint8_t)(is_xor ? base[at] ^ target[at] : target[at]);
+          ce->values[i * esize + b] =
+              (uint8_t)(op == DCR__OP_XOR ? base[at] ^ target[at] : target[at]);
         }
-      elems = ce->values;
-    } else if (is_xor) {
+    } else if (op == DCR__OP_XOR) {
       for (size_t i = 0; i < bytes; i++) ce->values[i] = base[i] ^ target[i];
-      elems = ce->values;
+    } else {
+      elems = target;
     }
     dcr__planes_split(ce->planes, elems, k, esize);
     s.count = 0;

@@ -12,6 +12,12 @@
 
 #include "../format/format.h"
 
+/* Encoding ids (§9.1) are regular: odd ids are dense, even ones sparse, and
+ * (id - 1) / 2 says what the values are. */
+enum { DCR__OP_XOR = 0, DCR__OP_OVERWRITE = 1, DCR__OP_DELTA = 2 };
+static inline int dcr__enc_sparse(int encoding) { return !(encoding & 1); }
+static inline int dcr__enc_op(int encoding) { return (encoding - 1) / 2; }
+
 /* ---- planes.c: byte planes (§9.1). `elems` values of `esize` bytes. */
 DCR_HIDDEN void dcr__planes_split(uint8_t *planes, const uint8_t *elems, size_t count,
                                   unsigned esize);
@@ -22,6 +28,13 @@ DCR_HIDDEN void dcr__planes_join(uint8_t *elems, const uint8_t *planes, size_t c
                                  unsigned esize);
 /* Number of elements of the planes that are not all-zero bytes. */
 DCR_HIDDEN size_t dcr__planes_nonzero(const uint8_t *planes, size_t count, unsigned esize);
+
+/* ---- delta.c: ULP deltas (§9.1) */
+/* out[i] = zigzag(key(target[p]) - key(base[p])) for p = pos[i] (pos NULL: p = i). */
+DCR_HIDDEN void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t *target,
+                                const uint32_t *pos, size_t count, unsigned esize);
+/* One element: elem = key^-1(key(elem) + unzigzag(z)). */
+DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize);
 
 /* ---- positions.c: position streams (§9.1) */
 #define DCR__VARINT_MAX 5

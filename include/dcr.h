@@ -132,9 +132,11 @@ typedef enum {
   DCR_ENC_XOR_DENSE = 1,
   DCR_ENC_XOR_SPARSE = 2,
   DCR_ENC_OVERWRITE_DENSE = 3,
-  DCR_ENC_OVERWRITE_SPARSE = 4
+  DCR_ENC_OVERWRITE_SPARSE = 4,
+  DCR_ENC_DELTA_DENSE = 5,
+  DCR_ENC_DELTA_SPARSE = 6
 } dcr_encoding;
-#define DCR_ENC_COUNT 5 /* one past the highest id */
+#define DCR_ENC_COUNT 7 /* one past the highest id */
 
 typedef enum { DCR_COMP_NONE = 0, DCR_COMP_ZSTD = 1 } dcr_compression;
 

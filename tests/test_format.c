@@ -1489,7 +1489,7 @@ static void check_info(const uint8_t *bundle, size_t n, const dcr_encode_stats *
     assert_int_equal(c.tensor, 0);
     if (i) assert_true(c.chunk > prev);
     prev = c.chunk;
-    assert_in_range(c.encoding, 1, 4);
+    assert_in_range(c.encoding, 1, DCR_ENC_COUNT - 1);
     assert_in_range(c.compression, 0, 1);
     assert_true(c.count >= 1 && c.count <= 4096);
     assert_int_equal(c.offset % 64, 0);
