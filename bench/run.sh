@@ -1,0 +1,114 @@
+#!/bin/bash
+# bench/run.sh - dcr against its peers on the same generated BF16 pairs, in one run.
+#
+#   bench/run.sh [--sizes "256M 2G"] [--rates "0.01 0.03 0.05"] [--runs 3] [--slow-runs 1]
+#
+# For each pair it measures bundle size, encode and apply time (median of --runs,
+# with min and max; the slow zstd -19 peer uses --slow-runs) and peak RSS, for:
+#   dcr (all cores and 1 thread), zstd -3 --patch-from, zstd -19 --long=31
+#   --patch-from, xdelta3 -9, XOR of the whole file then zstd -3 (Fireworks' ARC2),
+# and reports throughput as a fraction of this machine's memcpy bandwidth. Inputs
+# sit in the page cache (each is read once before timing). Output: a markdown
+# table on stdout; progress on stderr. Peers come from Debian's packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes="256M"; rates="0.01 0.03 0.05"; runs=3; slow_runs=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sizes) sizes=$2; shift 2 ;;
+    --rates) rates=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --slow-runs) slow_runs=$2; shift 2 ;;
+    *) echo "usage: bench/run.sh [--sizes LIST] [--rates LIST] [--runs N] [--slow-runs N]" >&2; exit 2 ;;
+  esac
+done
+
+need=""
+command -v zstd >/dev/null || need="$need zstd"
+command -v xdelta3 >/dev/null || need="$need xdelta3"
+[ -x /usr/bin/time ] || need="$need time"
+if [ -n "$need" ]; then
+  echo "bench: installing$need" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+fi
+make -s all >&2
+dcr=build/dcr
+work=$(mktemp -d "${TMPDIR:-/tmp}/dcr-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/xorfiles" bench/xorfiles.c
+cc -O2 -o "$work/memcpy_bw" bench/memcpy_bw.c
+bw=$("$work/memcpy_bw")
+threads=$(nproc)
+
+# time_cmd N CMD... -> "median min max peak_rss_kib" over N runs (seconds)
+time_cmd() {
+  local n=$1; shift
+  local t rss=0 ts=()
+  for _ in $(seq "$n"); do
+    /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
+      echo "bench: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
+    read -r t r < "$work/time"
+    ts+=("$t"); [ "$r" -gt "$rss" ] && rss=$r
+  done
+  printf '%s\n' "${ts[@]}" | sort -g | awk -v rss="$rss" '
+    { v[NR] = $1 } END { printf "%s %s %s %d\n", v[int((NR + 1) / 2)], v[1], v[NR], rss }'
+}
+
+row() { # name size_bytes target_bytes enc(4) app(4) changed
+  awk -v name="$1" -v b="$2" -v t="$3" -v em="$4" -v en="$5" -v ex="$6" -v er="$7" \
+      -v am="$8" -v an="$9" -v ax="${10}" -v ar="${11}" -v ch="${12}" -v bw="$bw" 'BEGIN {
+    gb = t / 1e9
+    enc = em > 0 ? sprintf("%.2f (%.2f–%.2f) s, %.2f GB/s = %.1f%% of memcpy", em, en, ex, gb / em, 100 * gb / em / bw) : "n/a"
+    app = am > 0 ? sprintf("%.2f (%.2f–%.2f) s, %.2f GB/s = %.1f%% of memcpy", am, an, ax, gb / am, 100 * gb / am / bw) : "n/a"
+    printf "| %s | %d | %.3f%% | %.2f | %s | %d MiB | %s | %d MiB |\n", name, b, 100 * b / t,
+      (ch > 0 ? b / ch : 0), enc, er / 1024, app, ar / 1024 }'
+}
+
+echo "## dcr benchmark — $(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), memcpy $bw GB/s"
+echo
+echo "Median of $runs runs (min–max); zstd -19 median of $slow_runs. Peak RSS from /usr/bin/time. dcr $($dcr --version | cut -d' ' -f2); zstd $(zstd --version | sed -n "s/.* v\([0-9.]*\).*/\1/p"); xdelta3 $(xdelta3 -V 2>&1 | head -1 | awk "{print \$3}" | tr -d ,)."
+for size in $sizes; do
+  for rate in $rates; do
+    b="$work/base.st" t="$work/target.st"
+    echo "bench: $size at $rate: generating" >&2
+    $dcr synth "$b" "$t" --size "$size" --rate "$rate" --seed 7 -q -f
+    cat "$b" "$t" > /dev/null
+    tbytes=$(stat -c %s "$t")
+    changed=$($dcr encode "$b" "$t" -o "$work/x.dcr" -f -v 2>&1 | sed -n 's/.*; \([0-9]*\) of [0-9]* elements changed.*/\1/p')
+    echo
+    echo "### $size BF16 pair, $rate change rate ($changed of $((tbytes / 2)) elements changed; target $tbytes bytes)"
+    echo
+    echo "| method | bytes | % of target | bytes per changed element | encode | encode peak RSS | apply | apply peak RSS |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for th in "$threads" 1; do
+      echo "bench: dcr --threads $th" >&2
+      e=$(time_cmd "$runs" $dcr encode "$b" "$t" -o "$work/x.dcr" -f -q --threads "$th")
+      a=$(time_cmd "$runs" $dcr apply "$b" "$work/x.dcr" -o "$work/out" -f -q --no-sync --threads "$th")
+      cmp "$work/out" "$t"
+      row "dcr (--threads $th)" "$(stat -c %s "$work/x.dcr")" "$tbytes" $e $a "$changed"
+    done
+    echo "bench: zstd -3 --patch-from" >&2
+    e=$(time_cmd "$runs" zstd -q -f -3 --patch-from="$b" "$t" -o "$work/z3")
+    a=$(time_cmd "$runs" zstd -q -f -d --patch-from="$b" "$work/z3" -o "$work/out")
+    cmp "$work/out" "$t"
+    row "zstd -3 --patch-from" "$(stat -c %s "$work/z3")" "$tbytes" $e $a "$changed"
+    echo "bench: zstd -19 --long=31 --patch-from" >&2
+    e=$(time_cmd "$slow_runs" zstd -q -f -19 --long=31 --patch-from="$b" "$t" -o "$work/z19")
+    a=$(time_cmd "$slow_runs" zstd -q -f -d --long=31 --patch-from="$b" "$work/z19" -o "$work/out")
+    cmp "$work/out" "$t"
+    row "zstd -19 --long=31 --patch-from" "$(stat -c %s "$work/z19")" "$tbytes" $e $a "$changed"
+    echo "bench: xdelta3 -9" >&2
+    e=$(time_cmd "$runs" xdelta3 -9 -f -e -s "$b" "$t" "$work/xd")
+    a=$(time_cmd "$runs" xdelta3 -f -d -s "$b" "$work/xd" "$work/out")
+    cmp "$work/out" "$t"
+    row "xdelta3 -9" "$(stat -c %s "$work/xd")" "$tbytes" $e $a "$changed"
+    echo "bench: XOR + zstd -3" >&2
+    e=$(time_cmd "$runs" sh -c "'$work/xorfiles' '$b' '$t' | zstd -q -3 -f -o '$work/xz'")
+    a=$(time_cmd "$runs" sh -c "zstd -q -d -c '$work/xz' > '$work/x'; '$work/xorfiles' '$b' '$work/x' > '$work/out'")
+    cmp "$work/out" "$t"
+    row "XOR + zstd -3 (ARC2-style)" "$(stat -c %s "$work/xz")" "$tbytes" $e $a "$changed"
+    echo "bench: memcpy-equivalent" >&2
+    e=$(time_cmd "$runs" cp "$t" "$work/copy")
+    row "cp of the target (I/O ceiling)" "$tbytes" "$tbytes" $e 0 0 0 0 "$changed"
+  done
+done
