@@ -31,7 +31,17 @@ TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 # Keep test objects: they are not intermediates to throw away.
 .SECONDARY:
 
-.PHONY: all lib cli deps test check unit asan demo install uninstall clean help
+.PHONY: all lib cli deps test check unit asan demo install uninstall clean help \
+        vectors vectors-check conformance \
+        fuzz-build fuzz-replay fuzz fuzz-bins fuzz-seeds
+
+# The fuzzing switch (format/common.h) makes checksums always match: it must never
+# reach the production build directories.
+ifneq ($(findstring FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION,$(CC) $(CFLAGS) $(SANITIZE)),)
+ifeq ($(filter build-fuzz%,$(BUILD)),)
+$(error FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION is only for build-fuzz* directories, not $(BUILD))
+endif
+endif
 
 all: lib cli ## Build the library (static and shared) and the dcr program
 
@@ -62,6 +72,12 @@ $(BUILD)/test_%: $(BUILD)/tests/test_%.o $(filter-out $(BUILD)/cli/main.o,$(CLI_
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs cmocka)
 
+# The test vector generator (tools/mkvectors.c): an independent writer of the
+# format that needs only zstd, xxhash and jansson, not libdcr.
+$(BUILD)/mkvectors: $(BUILD)/tools/mkvectors.o
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -73,17 +89,40 @@ deps: ## Install missing build dependencies (Debian packages; needs root)
 unit: $(TESTS) ## Build and run the cmocka unit tests
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
 
-check: unit $(BUILD)/dcr ## Unit tests, then CLI round trips and bad-input tests
+check: unit $(BUILD)/dcr vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
 	bash tests/cli_test.sh $(BUILD)/dcr
+	bash tests/conformance.sh $(BUILD)/dcr testvectors
+
+vectors: $(BUILD)/mkvectors ## Rewrite testvectors/ (index.json, v1/) from tools/mkvectors.c
+	rm -rf testvectors/v1
+	$(BUILD)/mkvectors testvectors
+
+vectors-check: $(BUILD)/mkvectors ## Regenerate the vectors in a temporary folder; fail if a byte differs
+	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-vectors.XXXXXX") && $(BUILD)/mkvectors "$$t" && \
+	if diff -r "$$t/v1" testvectors/v1 && cmp "$$t/index.json" testvectors/index.json; then \
+	  rm -rf "$$t"; echo "vectors-check: testvectors/ is exactly what tools/mkvectors.c writes"; \
+	else \
+	  echo "vectors-check: testvectors/ differs from what tools/mkvectors.c writes (committed with" \
+	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/index.json"))."; \
+	  echo "If the change is intended: make vectors, and say why in SPEC.md §15 (testvectors/README.md)."; \
+	  rm -rf "$$t"; exit 1; \
+	fi
+
+conformance: $(BUILD)/test_vectors $(BUILD)/dcr ## Play every test vector through the library and the dcr CLI
+	$(BUILD)/test_vectors
+	bash tests/conformance.sh $(BUILD)/dcr testvectors
 
 asan: ## Run every test under AddressSanitizer and UndefinedBehaviorSanitizer
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=all" check
 
-test: deps ## Install dependencies, build with -Werror, run all tests, plain and sanitized
+test: deps ## Install dependencies, build with -Werror, run all tests plain and sanitized, replay fuzz corpora
 	$(MAKE) all
 	$(MAKE) check
 	$(MAKE) asan
+	$(MAKE) fuzz-replay
+
+include fuzz/fuzz.mk
 
 demo: deps ## Make a sample BF16 pair, encode, validate, apply, and report sizes
 	$(MAKE) all
@@ -105,9 +144,9 @@ uninstall: ## Remove what install put in place
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcr.pc $(DESTDIR)$(PREFIX)/bin/dcr
 
 clean: ## Remove build outputs
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz-*
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/tools/mkvectors.d $(FUZZ_OBJ:.o=.d)

@@ -96,5 +96,6 @@ int cmd_apply(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

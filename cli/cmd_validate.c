@@ -10,7 +10,8 @@
 
 static const char usage[] =
     "Usage: dcr validate BUNDLE [--base BASE] [--target TARGET] [--json]\n"
-    "Check a bundle's structure, every checksum and limit, and decode every chunk.\n"
+    "Check a bundle's structure, every checksum and limit, and decode every chunk;\n"
+    "every bad chunk is reported, not only the first.\n"
     "With --base, also check that it applies to BASE (nothing is written); with\n"
     "--target, that TARGET is exactly the checkpoint it produces.\n"
     "Exit status: 0 valid, 1 invalid or not matching, 3 could not run.\n\n"
@@ -18,9 +19,10 @@ static const char usage[] =
     "      --target TARGET  check that TARGET is the bundle's target\n"
     "      --json           print one JSON document on stdout (see README)\n";
 
-static json_t *error_json(int code, const dcr_detail *d) {
-  json_t *e = json_pack("{s:s, s:i, s:s}", "code", dcr_error_name(code), "number", code,
-                        "message", d->message[0] ? d->message : dcr_error_message(code));
+static json_t *error_json(int code, const char *stage, const dcr_detail *d) {
+  json_t *e = json_pack("{s:s, s:i, s:s, s:s}", "code", dcr_error_name(code), "number", code,
+                        "message", d->message[0] ? d->message : dcr_error_message(code),
+                        "stage", stage);
   json_object_set_new(e, "file", d->file[0] ? json_string(d->file) : json_null());
   json_object_set_new(e, "offset", d->offset != DCR_NONE ? json_integer((json_int_t)d->offset)
                                                         : json_null());
@@ -35,6 +37,7 @@ typedef struct {
   int json, quiet, worst;
   json_t *errors;
   const char *bundle;
+  const char *stage; /* of the check being made: structure, chunks, base, target */
 } report;
 
 /* Records one check's outcome; returns 1 if it passed. */
@@ -43,9 +46,22 @@ static int record(report *rp, int code, const dcr_detail *d) {
   int exit_code = cli_exit_code(code);
   if (exit_code == CLI_USAGE) exit_code = CLI_IO;
   if (exit_code > rp->worst || rp->worst == CLI_OK) rp->worst = exit_code;
-  if (rp->json) json_array_append_new(rp->errors, error_json(code, d));
+  if (rp->json) json_array_append_new(rp->errors, error_json(code, rp->stage, d));
   else cli_report(rp->bundle, code, d);
   return 0;
+}
+
+/* dcr_reader_verify_all's callback: every bad chunk is one error. */
+static int record_chunk(void *opaque, const dcr_detail *d) {
+  record(opaque, d->code, d);
+  return 0;
+}
+
+/* Structure problems stop at the first (past it, offsets mean nothing); chunk
+ * problems are all reported; base and target checks stop at their first. */
+static int check(report *rp, const char *stage, int code, const dcr_detail *d) {
+  rp->stage = stage;
+  return record(rp, code, d);
 }
 
 static json_t *check_json(int ran, int ok) { return ran ? json_boolean(ok) : json_null(); }
@@ -73,17 +89,19 @@ int cmd_validate(int argc, char **argv) {
     }
   }
   if (argc - optind != 1) return cli_usage("validate", "expected one BUNDLE");
-  report rp = {json, common.quiet, CLI_OK, json_array(), argv[optind]};
+  report rp = {json, common.quiet, CLI_OK, json_array(), argv[optind], "structure"};
   dcr_reader *r = NULL;
   void *mem = NULL;
   dcr_detail d;
   dcr_apply_options aopt;
   dcr_apply_options_default(&aopt);
   aopt.cancel = &cli_interrupted;
-  int structure = record(&rp, cli_open_bundle(rp.bundle, &r, &mem, &d), &d);
-  int chunks = structure && record(&rp, dcr_reader_verify(r, &d), &d);
-  int base_ok = chunks && base && record(&rp, dcr_apply(r, base, NULL, &aopt, &d), &d);
-  int target_ok = chunks && target && record(&rp, dcr_check_target(r, target, &aopt, &d), &d);
+  int structure = check(&rp, "structure", cli_open_bundle(rp.bundle, &r, &mem, &d), &d);
+  rp.stage = "chunks";
+  int chunks = structure && dcr_reader_verify_all(r, record_chunk, &rp) == DCR_OK;
+  int base_ok = chunks && base && check(&rp, "base", dcr_apply(r, base, NULL, &aopt, &d), &d);
+  int target_ok =
+      chunks && target && check(&rp, "target", dcr_check_target(r, target, &aopt, &d), &d);
   int valid = rp.worst == CLI_OK;
   if (json) {
     json_t *doc = json_pack("{s:s, s:b, s:o}", "file", rp.bundle, "valid", valid, "errors",

@@ -15,6 +15,7 @@ static const struct {
     {"validate", cmd_validate, "check a bundle, and that it fits a base or target"},
     {"inspect", cmd_inspect, "show a bundle's header, manifest and changes"},
     {"synth", cmd_synth, "write a realistic sample base/target pair"},
+    {"bench", cmd_bench, "measure bundle size and encode/apply/validate speed"},
 };
 
 static void help(FILE *f) {

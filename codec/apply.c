@@ -45,7 +45,7 @@ typedef struct {
   size_t job_count;
   const job *batch;
   slot *slots;
-  size_t slot_count;
+  size_t slot_count, buffer_size;
   XXH3_state_t base_hash, target_hash;
 } applier;
 
@@ -138,7 +138,7 @@ static int apply_record(applier *a, slot *s, const dcr__chunk *c, unsigned esize
   uint64_t h = XXH3_64bits(s->base, s->bytes);
   s->result = s->base;
   if (h == c->target_check) return DCR_OK; /* already applied */
-  if (h != c->base_check)
+  if (!DCR__CHECKSUM_OK(h == c->base_check))
     return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
                      "bundle's base checksum");
   const uint8_t *payload;
@@ -151,7 +151,7 @@ static int apply_record(applier *a, slot *s, const dcr__chunk *c, unsigned esize
                          (size_t)c->payload_length - DCR__RECORD_SIZE, esize, s->bytes / esize,
                          s->out, &s->detail);
   if (rc) return rc;
-  if (XXH3_64bits(s->out, s->bytes) != c->target_check)
+  if (!DCR__CHECKSUM_OK(XXH3_64bits(s->out, s->bytes) == c->target_check))
     return dcr__fail(&s->detail, DCR_E_TARGET_MISMATCH, "applied chunk does not match the "
                      "bundle's target checksum");
   s->result = s->out;
@@ -169,8 +169,8 @@ static void apply_job(void *ctx, size_t j, unsigned worker) {
   s->bytes = 0;
   if (jb->chunk == NO_CHUNK) return;
   const dcr__entry *e = &m->entries[jb->entry];
-  uint64_t at = (uint64_t)jb->chunk * m->chunk_size, left = e->target.byte_length - at;
-  s->bytes = left < m->chunk_size ? (size_t)left : m->chunk_size;
+  uint64_t at = (uint64_t)jb->chunk * m->chunk_size;
+  s->bytes = dcr__chunk_bytes(m, e, jb->chunk);
   int rc = DCR_OK;
   if (dcr__entry_delta_coded(e)) {
     rc = dcr__pread_full(a->base_fd, s->base, s->bytes, a->base_offset[jb->entry] + at, &s->detail);
@@ -181,6 +181,11 @@ static void apply_job(void *ctx, size_t j, unsigned worker) {
   s->result = s->base;
   if (!rc && jb->record != NO_RECORD)
     rc = apply_record(a, s, &a->r->chunks[jb->record], dcr_dtype_size(e->target.dtype));
+  /* Workers write their own chunks: the copy into the page cache is most of an
+   * apply's cost, and it parallelizes; only hashing must follow file order. */
+  if (!rc && a->out_fd >= 0)
+    rc = dcr__pwrite_full(a->out_fd, s->result, s->bytes,
+                          m->prefix_length + e->target.offset + at, &s->detail);
   if (rc) {
     dcr__detail_tensor(&s->detail, jb->entry, e->name, e->name_length);
     dcr__detail_chunk(&s->detail, jb->chunk);
@@ -195,12 +200,12 @@ static int end_entry(applier *a, uint32_t i, dcr_detail *d) {
   uint8_t h[16];
   if (dcr__entry_delta_coded(e)) {
     dcr__digest128(&a->base_hash, h);
-    if (memcmp(h, e->base.hash, 16))
+    if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       return name_entry(d, m, i), dcr__detail_file(d, a->base_path),
              dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's");
   }
   dcr__digest128(&a->target_hash, h);
-  if (memcmp(h, e->target.hash, 16))
+  if (!DCR__CHECKSUM_OK(memcmp(h, e->target.hash, 16) == 0))
     return name_entry(d, m, i), dcr__fail(d, DCR_E_TARGET_MISMATCH, "rebuilt tensor's hash "
                                           "differs from the bundle's target hash");
   return DCR_OK;
@@ -229,7 +234,6 @@ static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
       if (dcr__entry_delta_coded(&m->entries[jb->entry]))
         XXH3_128bits_update(&a->base_hash, s->base, s->bytes);
       XXH3_128bits_update(&a->target_hash, s->result, s->bytes);
-      if (a->out_fd >= 0 && (rc = dcr__write_full(a->out_fd, s->result, s->bytes, d))) return rc;
       done += s->bytes;
     }
     if (a->opt->progress) a->opt->progress(a->opt->progress_opaque, done, m->data_length);
@@ -242,8 +246,8 @@ static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
     if (!(e->presence & DCR__HAS_BASE) || dcr__entry_delta_coded(e)) continue;
     uint8_t h[16];
     rc = dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, a->slots[0].base,
-                    m->chunk_size, h, d);
-    if (!rc && memcmp(h, e->base.hash, 16))
+                         a->buffer_size, h, d);
+    if (!rc && !DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's"));
     if (rc) return dcr__detail_file(d, a->base_path), rc;
@@ -252,7 +256,7 @@ static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
 }
 
 static int make_slots(applier *a, unsigned threads, dcr_detail *d) {
-  size_t cs = a->r->man.chunk_size;
+  size_t cs = a->buffer_size = dcr__max_chunk_bytes(&a->r->man);
   a->slot_count = threads;
   a->slots = calloc(threads, sizeof *a->slots);
   if (!a->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
@@ -324,7 +328,7 @@ int dcr_apply(dcr_reader *r, const char *base_path, const char *out_path,
   if (!rc && out_path && (rc = open_temp(out_path, tmp, sizeof tmp, &a.out_fd, d)))
     dcr__detail_file(d, out_path);
   if (!rc && a.out_fd >= 0)
-    rc = dcr__write_full(a.out_fd, r->man.prefix, (size_t)r->man.prefix_length, d);
+    rc = dcr__pwrite_full(a.out_fd, r->man.prefix, (size_t)r->man.prefix_length, 0, d);
   if (!rc) rc = run_jobs(&a, pool, d);
   if (!rc && a.out_fd >= 0 && opt->sync && fsync(a.out_fd))
     rc = dcr__fail(d, DCR_E_IO, "fsync failed: %s", strerror(errno));
@@ -347,7 +351,8 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
   dcr__detail_init(d);
   const dcr__manifest *m = &r->man;
   dcr__checkpoint ck = {0};
-  uint8_t *buf = malloc(m->chunk_size);
+  size_t size = dcr__max_chunk_bytes(m);
+  uint8_t *buf = malloc(size);
   int fd = open(path, O_RDONLY | O_CLOEXEC), rc = DCR_OK;
   if (!buf) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   else if (fd < 0) rc = dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
@@ -363,8 +368,8 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
     /* equal prefixes make the tensor lists equal, in the same name order */
     const dcr__tensor *t = &ck.tensors[j++];
     uint8_t h[16];
-    rc = dcr__hash_range(fd, ck.prefix_length + t->desc.offset, t->desc.byte_length, buf,
-                    m->chunk_size, h, d);
+    rc = dcr__hash_range(fd, ck.prefix_length + t->desc.offset, t->desc.byte_length, buf, size,
+                         h, d);
     if (!rc && memcmp(h, e->target.hash, 16))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_TARGET_MISMATCH, "tensor's hash differs from the target's"));

@@ -84,6 +84,10 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
 
 static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
                         unsigned esize, int op, uint8_t *chunk, dcr_detail *d) {
+  /* Without a chunk only zero values can be caught: a vectorizable count first,
+   * the element-by-element loop only to say which one. */
+  if (!chunk && (op == DCR__OP_OVERWRITE || dcr__planes_nonzero(planes, count, esize) == count))
+    return DCR_OK;
   for (size_t i = 0; i < count; i++) {
     uint8_t *e = chunk ? chunk + (size_t)dd->pos[i] * esize : NULL;
     uint8_t v[8], any = 0, same = 1;

@@ -41,6 +41,7 @@ typedef struct {
   slot *slots;
   size_t slot_count;
   uint8_t *spare; /* chunk buffer for hashing base tensors that are not delta-coded */
+  size_t buffer_size; /* the largest target chunk */
   const job *batch;
   dcr__chunk *index;
   uint64_t index_count, index_capacity;
@@ -64,8 +65,7 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
   if (jb->chunk == NO_CHUNK) return;
   const dcr__entry *en = &e->man.entries[jb->entry];
   uint64_t at = (uint64_t)jb->chunk * e->man.chunk_size;
-  uint64_t left = en->target.byte_length - at;
-  s->bytes = left < e->man.chunk_size ? (size_t)left : e->man.chunk_size;
+  s->bytes = dcr__chunk_bytes(&e->man, en, jb->chunk);
   int rc = dcr__pread_full(e->fd[1], s->target, s->bytes,
                            tensor_start(e, 1, &en->target) + at, &s->detail);
   if (!rc && dcr__entry_delta_coded(en)) {
@@ -152,7 +152,7 @@ static int begin_entry(encoder *e, uint32_t i, dcr_detail *d) {
   XXH3_128bits_reset(&e->target_hash);
   if ((en->presence & DCR__HAS_BASE) && !dcr__entry_delta_coded(en)) {
     int rc = dcr__hash_range(e->fd[0], tensor_start(e, 0, &en->base), en->base.byte_length,
-                             e->spare, e->man.chunk_size, en->base.hash, d);
+                             e->spare, e->buffer_size, en->base.hash, d);
     if (rc) return dcr__detail_file(d, e->path[0]), rc;
   }
   return DCR_OK;
@@ -287,15 +287,16 @@ static int open_inputs(encoder *e, dcr_detail *d) {
 
 static int make_slots(encoder *e, unsigned threads, dcr_detail *d) {
   e->slot_count = threads;
+  e->buffer_size = dcr__max_chunk_bytes(&e->man);
   e->slots = calloc(threads, sizeof *e->slots);
-  e->spare = malloc(e->man.chunk_size);
+  e->spare = malloc(e->buffer_size);
   if (!e->slots || !e->spare) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
   for (size_t i = 0; i < e->slot_count; i++) {
     slot *s = &e->slots[i];
-    s->base = malloc(e->man.chunk_size);
-    s->target = malloc(e->man.chunk_size);
+    s->base = malloc(e->buffer_size);
+    s->target = malloc(e->buffer_size);
     if (!s->base || !s->target ||
-        dcr__chunk_encoder_init(&s->enc, e->man.chunk_size, e->opt->level))
+        dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
   }
   return DCR_OK;

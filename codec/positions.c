@@ -28,6 +28,10 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
   for (size_t i = 0; i < count; i++) {
     uint64_t v = 0;
     unsigned k = 0;
+    if (at < length && in[at] < 0x80) { /* most gaps fit one byte */
+      v = in[at++];
+      goto have_gap;
+    }
     for (;; k++) {
       if (at >= length)
         return dcr__fail(d, DCR_E_POSITION, "position %zu: varint runs past the stream", i);
@@ -44,6 +48,7 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
     if (v > UINT32_MAX)
       return dcr__fail(d, DCR_E_POSITION, "position %zu: gap %llu exceeds 2^32", i,
                        (unsigned long long)v);
+  have_gap:;
     uint64_t p = next + v;
     if (p >= n)
       return dcr__fail(d, DCR_E_POSITION, "position %zu is element %llu of a %zu-element chunk",

@@ -42,6 +42,18 @@ static inline int dcr__mul_overflow(uint64_t a, uint64_t b, uint64_t *r) {
   return __builtin_mul_overflow(a, b, r);
 }
 
+/* Checksum comparisons. A fuzzing build (-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION,
+ * set only by the fuzz/ harness build in build-fuzz*) treats every checksum, state
+ * id and hash comparison as matching, so that fuzzers reach the code behind them.
+ * The comparison is still evaluated. Production builds never define it (the
+ * Makefile refuses to, and tests/test_production.c checks that bad checksums are
+ * rejected). Use as: if (!DCR__CHECKSUM_OK(computed == stored)) fail. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define DCR__CHECKSUM_OK(match) ((void)(match), 1)
+#else
+#define DCR__CHECKSUM_OK(match) (match)
+#endif
+
 static inline uint64_t dcr__align64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
 
 /* Error details. dcr__fail fills `d` (if not NULL) and returns `code`, so that
@@ -56,10 +68,11 @@ DCR_HIDDEN void dcr__detail_tensor(dcr_detail *d, uint64_t index, const char *na
                                    size_t name_length);
 DCR_HIDDEN void dcr__detail_chunk(dcr_detail *d, uint64_t chunk);
 
-/* io.c: whole reads and writes that retry on EINTR and short counts. */
+/* io.c: whole positioned reads and writes that retry on EINTR and short counts. */
 DCR_HIDDEN int dcr__pread_full(int fd, void *buf, size_t length, uint64_t offset,
                                dcr_detail *d);
-DCR_HIDDEN int dcr__write_full(int fd, const void *buf, size_t length, dcr_detail *d);
+DCR_HIDDEN int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset,
+                                dcr_detail *d);
 
 /* Strict UTF-8 (RFC 3629): no overlongs, no surrogates, nothing above U+10FFFF. */
 DCR_HIDDEN int dcr__utf8_valid(const uint8_t *s, size_t n);

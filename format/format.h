@@ -81,6 +81,11 @@ DCR_HIDDEN void dcr__manifest_free(dcr__manifest *m);
 /* Delta-coded: both sides present with equal dtype and byte length (§6.2). */
 DCR_HIDDEN int dcr__entry_delta_coded(const dcr__entry *e);
 DCR_HIDDEN uint64_t dcr__chunk_count(uint64_t byte_length, uint32_t chunk_size);
+/* Bytes in chunk c of entry e's target: chunk_size, or less for the last chunk. */
+DCR_HIDDEN size_t dcr__chunk_bytes(const dcr__manifest *m, const dcr__entry *e, uint64_t c);
+/* The largest target chunk: what buffers need, since a small bundle may declare
+ * chunks of up to max_chunk_size (§14). At least 1. */
+DCR_HIDDEN size_t dcr__max_chunk_bytes(const dcr__manifest *m);
 
 /* ---- identity.c (§7) */
 /* State id of one side (DCR__HAS_BASE or DCR__HAS_TARGET), from the entries'

@@ -22,7 +22,7 @@ int dcr__header_parse(const uint8_t *p, uint64_t available, unsigned *minor, dcr
   if (available < DCR__HEADER_SIZE)
     return dcr__fail(d, DCR_E_TRUNCATED, "file is %llu bytes, shorter than the 64-byte header",
                      (unsigned long long)available);
-  if (XXH3_64bits(p, 56) != dcr__le64(p + 56))
+  if (!DCR__CHECKSUM_OK(XXH3_64bits(p, 56) == dcr__le64(p + 56)))
     return dcr__fail(d, DCR_E_CHECKSUM, "bundle header checksum does not match");
   dcr__detail_at(d, NULL, 8);
   unsigned major = dcr__le16(p + 8);

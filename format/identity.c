@@ -72,10 +72,10 @@ int dcr__iden_parse(const uint8_t *p, size_t length, dcr__manifest *m, uint8_t b
   }
   uint8_t id[16];
   dcr__state_id(m, DCR__HAS_BASE, id);
-  if (memcmp(id, base_state, 16))
+  if (!DCR__CHECKSUM_OK(memcmp(id, base_state, 16) == 0))
     return dcr__fail(d, DCR_E_CHECKSUM, "base state id does not match the tensor hashes");
   dcr__state_id(m, DCR__HAS_TARGET, id);
-  if (memcmp(id, target_state, 16))
+  if (!DCR__CHECKSUM_OK(memcmp(id, target_state, 16) == 0))
     return dcr__fail(d, DCR_E_CHECKSUM, "target state id does not match the tensor hashes");
   return DCR_OK;
 }

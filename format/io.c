@@ -20,13 +20,14 @@ int dcr__pread_full(int fd, void *buf, size_t length, uint64_t offset, dcr_detai
   return DCR_OK;
 }
 
-int dcr__write_full(int fd, const void *buf, size_t length, dcr_detail *d) {
+int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset, dcr_detail *d) {
   const uint8_t *p = buf;
   while (length) {
-    ssize_t r = write(fd, p, length);
+    ssize_t r = pwrite(fd, p, length, (off_t)offset);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return dcr__fail(d, DCR_E_IO, "write failed: %s", strerror(errno));
-    p += r, length -= (size_t)r;
+    if (r < 0) return dcr__fail(d, DCR_E_IO, "write failed at offset %llu: %s",
+                                (unsigned long long)offset, strerror(errno));
+    p += r, length -= (size_t)r, offset += (uint64_t)r;
   }
   return DCR_OK;
 }

@@ -13,6 +13,19 @@ uint64_t dcr__chunk_count(uint64_t byte_length, uint32_t chunk_size) {
   return byte_length / chunk_size + (byte_length % chunk_size != 0);
 }
 
+size_t dcr__chunk_bytes(const dcr__manifest *m, const dcr__entry *e, uint64_t c) {
+  uint64_t left = e->target.byte_length - c * m->chunk_size;
+  return left < m->chunk_size ? (size_t)left : m->chunk_size;
+}
+
+size_t dcr__max_chunk_bytes(const dcr__manifest *m) {
+  uint64_t largest = 1;
+  for (uint64_t i = 0; i < m->entry_count; i++)
+    if ((m->entries[i].presence & DCR__HAS_TARGET) && m->entries[i].target.byte_length > largest)
+      largest = m->entries[i].target.byte_length;
+  return largest < m->chunk_size ? (size_t)largest : m->chunk_size;
+}
+
 int dcr__entry_delta_coded(const dcr__entry *e) {
   return (e->presence & DCR__HAS_BASE) && (e->presence & DCR__HAS_TARGET) &&
          e->base.dtype == e->target.dtype && e->base.byte_length == e->target.byte_length;

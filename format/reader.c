@@ -41,7 +41,7 @@ static int check_payload(walk *w, const dcr__section *s) {
     XXH3_64bits_update(&st, p, n);
     done += n;
   }
-  if (XXH3_64bits_digest(&st) != s->payload_check)
+  if (!DCR__CHECKSUM_OK(XXH3_64bits_digest(&st) == s->payload_check))
     return dcr__fail(w->d, DCR_E_CHECKSUM, "section payload checksum does not match");
   uint64_t end = start + s->length;
   const uint8_t *pad;

@@ -66,10 +66,7 @@ int dcr__chunk_check(const dcr__chunk *c, const dcr__manifest *m, dcr_detail *d)
   if (c->chunk >= chunks)
     return dcr__fail(d, DCR_E_INDEX, "chunk %u out of range (tensor has %llu chunks)",
                      c->chunk, (unsigned long long)chunks);
-  uint64_t start = (uint64_t)c->chunk * m->chunk_size;
-  uint64_t bytes = e->target.byte_length - start;
-  if (bytes > m->chunk_size) bytes = m->chunk_size;
-  uint64_t n = bytes / dcr_dtype_size(e->target.dtype);
+  uint64_t n = dcr__chunk_bytes(m, e, c->chunk) / dcr_dtype_size(e->target.dtype);
   if (c->count == 0 || c->count > n)
     return dcr__fail(d, DCR_E_INDEX, "count %u outside 1..%llu", c->count,
                      (unsigned long long)n);

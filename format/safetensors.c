@@ -364,7 +364,8 @@ static int parse_root(json_t *root, uint64_t data_length, const dcr_limits *lim,
   if (count && !(out->tensors = calloc(count, sizeof *out->tensors)))
     return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu tensors", count);
   out->count = count;
-  if (total_dims && !(out->dims_pool = calloc(total_dims, sizeof *out->dims_pool)))
+  /* never NULL: dims_pool + 0 must be a valid pointer for scalar-only headers */
+  if (!(out->dims_pool = calloc(total_dims + 1, sizeof *out->dims_pool)))
     return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu dimensions", total_dims);
 
   size_t i = 0, used = 0;

@@ -27,7 +27,7 @@ void dcr__section_type_name(uint32_t type, char out[5]) {
 
 int dcr__section_header_parse(const uint8_t *p, uint64_t offset, dcr__section *s,
                               dcr_detail *d) {
-  if (XXH3_64bits(p, 24) != dcr__le64(p + 24))
+  if (!DCR__CHECKSUM_OK(XXH3_64bits(p, 24) == dcr__le64(p + 24)))
     return dcr__fail(d, DCR_E_CHECKSUM, "section header checksum does not match");
   s->type = dcr__le32(p);
   s->flags = dcr__le16(p + 4);

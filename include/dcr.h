@@ -273,6 +273,15 @@ DCR_API void dcr_reader_meta(const dcr_reader *reader, uint64_t i, dcr_meta *met
  * (SPEC.md §9): encodings, positions, decompressed sizes, counts. */
 DCR_API int dcr_reader_verify(dcr_reader *reader, dcr_detail *detail);
 
+/* Called once per problem found; return 0 to go on, non-zero to stop. */
+typedef int (*dcr_problem_fn)(void *opaque, const dcr_detail *detail);
+
+/* dcr_reader_verify, but it goes on past a bad chunk and reports every chunk
+ * problem to fn (in index order), for validators. Returns the first problem's
+ * code, or DCR_OK. Structure problems are found by open, which stops at the
+ * first: past a broken structure, offsets and counts downstream mean nothing. */
+DCR_API int dcr_reader_verify_all(dcr_reader *reader, dcr_problem_fn fn, void *opaque);
+
 /* ------------------------------------------------------------------------ */
 /* Applying                                                                  */
 

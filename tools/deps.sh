@@ -1,8 +1,20 @@
 #!/bin/sh
 # Installs what dcr needs to build and test, from Debian's packages, if missing.
 # Needs root (or sudo) only when something is missing.
+#   sh tools/deps.sh        build and test dependencies
+#   sh tools/deps.sh fuzz   the fuzzers as well: AFL++ (afl-clang-fast) and clang
+#                           with libFuzzer (fuzz/README.md); exits 1 if they cannot
+#                           be installed
 set -eu
 need=""
+if [ "${1:-}" = fuzz ]; then
+  command -v afl-fuzz >/dev/null 2>&1 && command -v afl-clang-fast >/dev/null 2>&1 || need="$need afl++"
+  command -v clang >/dev/null 2>&1 || need="$need clang"
+  if ! sh "$(dirname "$0")/../fuzz/fuzz.sh" has-libfuzzer 2>/dev/null; then
+    v=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -n 1)
+    [ -n "$v" ] && need="$need libclang-rt-$v-dev"
+  fi
+fi
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"

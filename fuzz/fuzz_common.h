@@ -1,0 +1,283 @@
+/*
+ * fuzz_common.h - shared helpers for the fuzz harnesses (fuzz/README.md).
+ *
+ * Every harness is one LLVMFuzzerTestOneInput, built three ways: with libFuzzer
+ * (clang -fsanitize=fuzzer), with AFL++ (afl-clang-fast -fsanitize=fuzzer) and
+ * with fuzz/replay.c, a main() that runs files. The library is built for them with
+ * -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which makes checksum comparisons
+ * always match (format/common.h); the harnesses work in either mode.
+ */
+#ifndef DCR_FUZZ_COMMON_H
+#define DCR_FUZZ_COMMON_H
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../codec/codec.h"
+#include "../format/format.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* A harness calls this on a broken invariant: the fuzzer records a crash. */
+#define FUZZ_ASSERT(cond)                                                              \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      fprintf(stderr, "%s:%d: fuzz invariant failed: %s\n", __FILE__, __LINE__, #cond); \
+      abort();                                                                         \
+    }                                                                                  \
+  } while (0)
+
+/* With DCR_FUZZ_DEBUG set in the environment, harnesses say what happened. */
+static inline int fuzz_debugging(void) {
+  static int on = -1;
+  if (on < 0) on = getenv("DCR_FUZZ_DEBUG") != NULL;
+  return on;
+}
+#define FUZZ_DEBUG(...) \
+  do {                  \
+    if (fuzz_debugging()) fprintf(stderr, __VA_ARGS__); \
+  } while (0)
+
+/* Limits for fuzzing: small enough that no input can legitimately run for seconds
+ * or allocate more than a few tens of MiB, large enough for every seed. */
+static inline void fuzz_limits(dcr_limits *l) {
+  dcr_limits_default(l);
+  l->max_tensors = 1024;
+  l->max_name_length = 256;
+  l->max_chunk_size = 1u << 16;     /* decoders allocate ~10 x chunk size */
+  l->max_section_size = 1u << 22;   /* inflated sections: 4 MiB at most */
+  l->max_header_size = 1u << 16;
+  l->max_file_size = 1u << 22;      /* apply writes at most 4 MiB */
+  l->max_bundle_size = 1u << 22;
+}
+
+/* ---- a growable byte buffer, also a dcr_write_fn sink */
+typedef struct {
+  uint8_t *p;
+  size_t n, cap;
+} fuzz_buf;
+
+static inline void fuzz_put(fuzz_buf *b, const void *p, size_t n) {
+  if (b->n + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + n) cap *= 2;
+    uint8_t *q = realloc(b->p, cap);
+    FUZZ_ASSERT(q);
+    b->p = q;
+    b->cap = cap;
+  }
+  if (n) memcpy(b->p + b->n, p, n);
+  b->n += n;
+}
+static inline int fuzz_sink(void *opaque, const void *p, size_t n) {
+  fuzz_put(opaque, p, n);
+  return 0;
+}
+static inline void fuzz_buf_free(fuzz_buf *b) {
+  free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
+/* ---- a per-process temporary directory (in /dev/shm when there is one) */
+static char fuzz_dir_path[256];
+
+static inline void fuzz_dir_cleanup(void) {
+  if (!fuzz_dir_path[0]) return;
+  DIR *dir = opendir(fuzz_dir_path);
+  if (dir) {
+    struct dirent *e;
+    char p[512];
+    while ((e = readdir(dir)))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+        snprintf(p, sizeof p, "%s/%s", fuzz_dir_path, e->d_name);
+        unlink(p);
+      }
+    closedir(dir);
+  }
+  rmdir(fuzz_dir_path);
+  fuzz_dir_path[0] = '\0';
+}
+
+static inline const char *fuzz_dir(void) {
+  if (fuzz_dir_path[0]) return fuzz_dir_path;
+  struct stat st;
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp) tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+  snprintf(fuzz_dir_path, sizeof fuzz_dir_path, "%s/dcr-fuzz-XXXXXX", tmp);
+  if (!mkdtemp(fuzz_dir_path)) {
+    perror("dcr fuzz: mkdtemp");
+    abort();
+  }
+  atexit(fuzz_dir_cleanup);
+  return fuzz_dir_path;
+}
+
+/* fuzz_path("base") -> "<dir>/base", in a static buffer per slot (0..3). */
+static inline const char *fuzz_path(int slot, const char *name) {
+  static char paths[4][320];
+  snprintf(paths[slot], sizeof paths[slot], "%s/%s", fuzz_dir(), name);
+  return paths[slot];
+}
+
+static inline void fuzz_write_file(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  FUZZ_ASSERT(f);
+  FUZZ_ASSERT(n == 0 || fwrite(p, 1, n, f) == n);
+  FUZZ_ASSERT(fclose(f) == 0);
+}
+
+/* Reads a whole file into b (replacing its contents); returns 0 on success. */
+static inline int fuzz_read_file(const char *path, fuzz_buf *b) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  b->n = 0;
+  uint8_t tmp[65536];
+  size_t k;
+  while ((k = fread(tmp, 1, sizeof tmp, f)) > 0) fuzz_put(b, tmp, k);
+  fclose(f);
+  return 0;
+}
+
+static inline int fuzz_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Number of directory entries other than "." and "..". */
+static inline int fuzz_dir_entries(const char *path) {
+  DIR *dir = opendir(path);
+  int n = 0;
+  struct dirent *e;
+  if (!dir) return -1;
+  while ((e = readdir(dir)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(dir);
+  return n;
+}
+
+/* ---- safetensors files, built in memory */
+typedef struct {
+  const char *name;   /* names must be given in increasing order */
+  const char *dtype;  /* safetensors dtype name */
+  unsigned rank;
+  uint64_t dims[2];
+  const uint8_t *data; /* byte_length bytes, or NULL for a pattern */
+  uint32_t seed;       /* pattern seed when data is NULL */
+} fuzz_tensor;
+
+static inline uint64_t fuzz_tensor_bytes(const fuzz_tensor *t) {
+  uint64_t n = dcr_dtype_size(dcr_dtype_from_name(t->dtype, strlen(t->dtype)));
+  for (unsigned i = 0; i < t->rank; i++) n *= t->dims[i];
+  return n;
+}
+
+/* A deterministic byte pattern: mostly random, with runs of zeros. */
+static inline uint8_t fuzz_pattern(uint32_t seed, uint64_t i) {
+  uint32_t x = (uint32_t)(seed * 2654435761u) ^ (uint32_t)(i * 40503u) ^ (uint32_t)(i >> 7);
+  x ^= x >> 13;
+  x *= 0x5bd1e995u;
+  x ^= x >> 15;
+  return (i / 97) % 5 == 0 ? 0 : (uint8_t)x;
+}
+
+/* Writes a safetensors file of the tensors, laid out in the given order (or
+ * reversed), into b. */
+static inline void fuzz_safetensors(fuzz_buf *b, const fuzz_tensor *t, size_t count, int reverse) {
+  char json[8192];
+  size_t j = 0;
+  uint64_t offset = 0;
+  j += (size_t)snprintf(json + j, sizeof json - j, "{");
+  for (size_t k = 0; k < count; k++) {
+    const fuzz_tensor *x = &t[reverse ? count - 1 - k : k];
+    uint64_t n = fuzz_tensor_bytes(x);
+    j += (size_t)snprintf(json + j, sizeof json - j, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[",
+                          k ? "," : "", x->name, x->dtype);
+    for (unsigned i = 0; i < x->rank; i++)
+      j += (size_t)snprintf(json + j, sizeof json - j, "%s%llu", i ? "," : "",
+                            (unsigned long long)x->dims[i]);
+    j += (size_t)snprintf(json + j, sizeof json - j, "],\"data_offsets\":[%llu,%llu]}",
+                          (unsigned long long)offset, (unsigned long long)(offset + n));
+    offset += n;
+  }
+  j += (size_t)snprintf(json + j, sizeof json - j, "}");
+  FUZZ_ASSERT(j < sizeof json - 8);
+  while (j % 8) json[j++] = ' ';
+  uint8_t len[8];
+  dcr__put64(len, j);
+  b->n = 0;
+  fuzz_put(b, len, 8);
+  fuzz_put(b, json, j);
+  for (size_t k = 0; k < count; k++) {
+    const fuzz_tensor *x = &t[reverse ? count - 1 - k : k];
+    uint64_t n = fuzz_tensor_bytes(x);
+    if (x->data) {
+      fuzz_put(b, x->data, (size_t)n);
+    } else {
+      for (uint64_t i = 0; i < n; i++) {
+        uint8_t v = fuzz_pattern(x->seed, i);
+        fuzz_put(b, &v, 1);
+      }
+    }
+  }
+}
+
+/* ---- the fixed small base that fuzz_apply applies to, fuzz_index builds on and
+ * the seed bundles are made from (fuzz/mkseeds.c). Changing it invalidates seeds. */
+#define FUZZ_BASE_TENSORS 5
+static const fuzz_tensor fuzz_base_tensors[FUZZ_BASE_TENSORS] = {
+    {"a", "BF16", 1, {2500, 0}, NULL, 1}, /* 5000 bytes: 2 chunks of 4 KiB */
+    {"b", "F32", 2, {25, 44}, NULL, 2},   /* 4400 bytes */
+    {"c", "U8", 1, {10, 0}, NULL, 3},
+    {"d", "I64", 1, {600, 0}, NULL, 4},   /* 4800 bytes */
+    {"e", "U16", 1, {0, 0}, NULL, 5},     /* empty */
+};
+#define FUZZ_RAW_BASE_SIZE 9000
+
+static inline void fuzz_base_safetensors(fuzz_buf *b) {
+  fuzz_safetensors(b, fuzz_base_tensors, FUZZ_BASE_TENSORS, 0);
+}
+static inline void fuzz_base_raw(fuzz_buf *b) {
+  b->n = 0;
+  for (uint64_t i = 0; i < FUZZ_RAW_BASE_SIZE; i++) {
+    uint8_t v = fuzz_pattern(9, i);
+    fuzz_put(b, &v, 1);
+  }
+}
+
+/* The target that fuzz_index's skeleton bundle is made from: every kind of
+ * change against the fixed base. */
+static inline void fuzz_index_target(fuzz_buf *b) {
+  static const fuzz_tensor t[] = {
+      {"a", "BF16", 1, {2500, 0}, NULL, 1},  /* a few bytes changed, below */
+      {"b", "F32", 2, {25, 44}, NULL, 12},   /* all changed */
+      {"c", "U8", 1, {10, 0}, NULL, 3},
+      {"d", "I32", 1, {1200, 0}, NULL, 14},  /* recoded */
+      {"f", "F16", 2, {3, 1000}, NULL, 6},   /* added */
+  };
+  fuzz_safetensors(b, t, sizeof t / sizeof t[0], 1);
+  /* reversed layout: "a" is the last 5000 bytes */
+  b->p[b->n - 5000 + 17] ^= 0x40;
+  b->p[b->n - 5000 + 2222] ^= 0x01;
+  b->p[b->n - 5000 + 4500] ^= 0x80;
+}
+
+/* Encodes base_path -> target_path into out; returns the dcr_error. */
+static inline int fuzz_encode(const char *base_path, const char *target_path, uint32_t chunk_size,
+                              int level, unsigned threads, int raw, fuzz_buf *out) {
+  dcr_encode_options o;
+  dcr_encode_options_default(&o);
+  o.chunk_size = chunk_size;
+  o.level = level;
+  o.threads = threads;
+  o.raw = raw;
+  out->n = 0;
+  return dcr_encode(base_path, target_path, &o, fuzz_sink, out, NULL, NULL);
+}
+
+#endif

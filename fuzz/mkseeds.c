@@ -1,0 +1,216 @@
+/*
+ * mkseeds.c - regenerates the seed corpora under fuzz/corpus/ (`make fuzz-seeds`).
+ *
+ * Makes targets against the fixed bases of fuzz_common.h, encodes them, and cuts
+ * the bundles into each harness's input format. Deterministic: the same library
+ * gives the same files.
+ */
+#include <errno.h>
+
+#include "fuzz_common.h"
+
+static const char *root = "fuzz/corpus";
+static unsigned chunk_seeds;
+
+static void save(const char *harness, const char *name, const void *p, size_t n) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", root, harness);
+  if (mkdir(path, 0777) && errno != EEXIST) perror(path), exit(1);
+  snprintf(path, sizeof path, "%s/%s/%s", root, harness, name);
+  fuzz_write_file(path, p, n);
+}
+
+/* The stored payload of section i. */
+static const uint8_t *payload(const dcr_reader *r, const uint8_t *bundle, uint64_t i) {
+  return bundle + r->sections[i].offset + DCR__SECTION_HEADER_SIZE;
+}
+
+static void cut(const char *name, const fuzz_buf *b, int for_apply, int for_index) {
+  char file[256];
+  dcr_reader *r;
+  dcr_detail d;
+  if (dcr_reader_open_memory(&r, b->p, b->n, NULL, &d) != DCR_OK) {
+    fprintf(stderr, "mkseeds: %s: %s\n", name, d.message);
+    exit(1);
+  }
+  snprintf(file, sizeof file, "%s.dcr", name);
+  save("validate", file, b->p, b->n);
+  if (for_apply) save("apply", file, b->p, b->n);
+
+  /* manifest harness: header + section headers, MANI stored or zstd, META */
+  fuzz_buf m = {0};
+  uint8_t mode = 0;
+  fuzz_put(&m, &mode, 1);
+  fuzz_put(&m, b->p, DCR__HEADER_SIZE);
+  for (uint64_t i = 0; i < r->section_count; i++)
+    fuzz_put(&m, b->p + r->sections[i].offset, DCR__SECTION_HEADER_SIZE);
+  snprintf(file, sizeof file, "%s.headers", name);
+  save("manifest", file, m.p, m.n);
+  for (uint64_t i = 0; i < r->section_count; i++) {
+    const dcr__section *s = &r->sections[i];
+    if (s->type != DCR__SEC_MANI && s->type != DCR__SEC_META) continue;
+    m.n = 0;
+    mode = s->type == DCR__SEC_META ? 3 : s->compression ? 2 : 1;
+    if (mode == 3 && s->compression) continue;
+    fuzz_put(&m, &mode, 1);
+    fuzz_put(&m, payload(r, b->p, i), (size_t)s->length);
+    snprintf(file, sizeof file, "%s.%s", name, mode == 3 ? "meta" : mode == 2 ? "mani-zstd" : "mani");
+    save("manifest", file, m.p, m.n);
+    if (mode == 2) { /* the inflated manifest too */
+      uint8_t *raw;
+      size_t len;
+      FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, &raw,
+                                       &len, NULL) == DCR_OK);
+      m.n = 0;
+      mode = 1;
+      fuzz_put(&m, &mode, 1);
+      fuzz_put(&m, raw, len);
+      free(raw);
+      snprintf(file, sizeof file, "%s.mani", name);
+      save("manifest", file, m.p, m.n);
+    }
+  }
+
+  /* chunk harness: every CHNK, with its geometry */
+  for (uint64_t i = 0; i < r->chunk_count && chunk_seeds < 48; i++) {
+    const dcr__chunk *c = &r->chunks[i];
+    const dcr__entry *e = &r->man.entries[c->tensor];
+    unsigned esize = dcr_dtype_size(e->target.dtype);
+    uint64_t left = e->target.byte_length - (uint64_t)c->chunk * r->man.chunk_size;
+    size_t n = (left < r->man.chunk_size ? (size_t)left : r->man.chunk_size) / esize;
+    uint8_t h[10] = {c->encoding, c->compression, (uint8_t)(esize == 1 ? 0 : esize == 2 ? 1 : esize == 4 ? 2 : 3)};
+    dcr__put32(h + 3, c->count);
+    dcr__put16(h + 7, (uint16_t)(n - 1));
+    h[9] = (uint8_t)i;
+    m.n = 0;
+    fuzz_put(&m, h, sizeof h);
+    fuzz_put(&m, b->p + c->offset + DCR__SECTION_HEADER_SIZE + DCR__RECORD_SIZE,
+             (size_t)c->payload_length - DCR__RECORD_SIZE);
+    snprintf(file, sizeof file, "%s.%llu", name, (unsigned long long)i);
+    save("chunk", file, m.p, m.n);
+    chunk_seeds++;
+  }
+
+  /* index harness: only for bundles of the skeleton's manifest */
+  if (for_index) {
+    for (int variant = 0; variant < 3; variant++) {
+      uint64_t count = r->chunk_count < 15 ? r->chunk_count : 15;
+      uint8_t flags = (uint8_t)(count | (variant == 1 ? 16 : 0) | (variant == 2 ? 32 : 0));
+      m.n = 0;
+      fuzz_put(&m, &flags, 1);
+      for (uint64_t i = 0; i < count; i++) {
+        uint8_t len[2];
+        dcr__put16(len, (uint16_t)r->chunks[i].payload_length);
+        fuzz_put(&m, len, 2);
+        fuzz_put(&m, b->p + r->chunks[i].offset + DCR__SECTION_HEADER_SIZE,
+                 (size_t)r->chunks[i].payload_length);
+      }
+      if (variant != 1)
+        for (uint64_t i = 0; i < count; i++) {
+          uint8_t rec[DCR__RECORD_SIZE];
+          dcr__chunk c = r->chunks[i]; /* offsets right for the level-3 skeleton */
+          dcr__index_record_write(rec, &c);
+          fuzz_put(&m, rec, sizeof rec);
+        }
+      snprintf(file, sizeof file, "%s.v%d", name, variant);
+      save("index", file, m.p, m.n);
+    }
+  }
+  fuzz_buf_free(&m);
+  dcr_reader_free(r);
+}
+
+static void make(const char *name, const fuzz_buf *base, const fuzz_buf *target, int raw,
+                 uint32_t chunk_size, int level, const dcr_meta *meta, size_t meta_count,
+                 int for_apply, int for_index) {
+  fuzz_write_file(fuzz_path(0, "base"), base->p, base->n);
+  fuzz_write_file(fuzz_path(1, "target"), target->p, target->n);
+  dcr_encode_options o;
+  dcr_encode_options_default(&o);
+  o.chunk_size = chunk_size;
+  o.level = level;
+  o.threads = 1;
+  o.raw = raw;
+  o.meta = meta;
+  o.meta_count = meta_count;
+  fuzz_buf b = {0};
+  dcr_detail d;
+  if (dcr_encode(fuzz_path(0, "base"), fuzz_path(1, "target"), &o, fuzz_sink, &b, NULL, &d)) {
+    fprintf(stderr, "mkseeds: encode %s: %s\n", name, d.message);
+    exit(1);
+  }
+  cut(name, &b, for_apply, for_index);
+  fuzz_buf_free(&b);
+}
+
+static void flip(fuzz_buf *b, size_t from_end, uint8_t mask) { b->p[b->n - from_end] ^= mask; }
+
+int main(int argc, char **argv) {
+  if (argc > 1) root = argv[1];
+  if (mkdir(root, 0777) && errno != EEXIST) perror(root), exit(1);
+  fuzz_buf base = {0}, t = {0}, raw = {0}, rt = {0};
+  fuzz_base_safetensors(&base);
+  fuzz_base_raw(&raw);
+
+  /* the index harness's skeleton target: every kind of change */
+  fuzz_index_target(&t);
+  make("mixed", &base, &t, 0, 4096, 3, NULL, 0, 1, 1);
+  make("mixed-stored", &base, &t, 0, 4096, 0, NULL, 0, 1, 1);
+
+  /* sparse edits in place (same layout), and metadata */
+  t.n = 0;
+  fuzz_put(&t, base.p, base.n);
+  flip(&t, 1, 0x01);             /* d */
+  flip(&t, 4800 + 3, 0x10);      /* c */
+  flip(&t, 4800 + 10 + 100, 0x22); /* b */
+  flip(&t, 4800 + 10 + 4400 + 4999, 0x80); /* a */
+  static const dcr_meta meta[] = {{"creator", "fuzz"}, {"step", "1"}};
+  make("sparse-meta", &base, &t, 0, 4096, 3, meta, 2, 1, 0);
+
+  /* no change at all */
+  make("same", &base, &base, 0, 4096, 0, NULL, 0, 1, 0);
+
+  /* dense changes, a removed and a reshaped tensor, 8 KiB chunks */
+  static const fuzz_tensor dense[] = {
+      {"a", "BF16", 2, {50, 50}, NULL, 31},
+      {"b", "F32", 2, {44, 25}, NULL, 32},
+      {"d", "I64", 1, {600, 0}, NULL, 4},
+      {"e", "U16", 1, {0, 0}, NULL, 5},
+  };
+  fuzz_safetensors(&t, dense, 4, 0);
+  make("dense", &base, &t, 0, 8192, 3, NULL, 0, 1, 0);
+
+  /* raw: a few bytes, then a longer target */
+  rt.n = 0;
+  fuzz_put(&rt, raw.p, raw.n);
+  rt.p[5] ^= 1, rt.p[4096] ^= 0xff, rt.p[8999] ^= 7;
+  make("raw-sparse", &raw, &rt, 1, 4096, 3, NULL, 0, 1, 0);
+  make("raw-sparse-stored", &raw, &rt, 1, 4096, 0, NULL, 0, 0, 0);
+  for (int i = 0; i < 3000; i++) {
+    uint8_t v = fuzz_pattern(77, (uint64_t)i);
+    fuzz_put(&rt, &v, 1);
+  }
+  make("raw-longer", &raw, &rt, 1, 4096, 3, NULL, 0, 1, 0);
+
+  /* roundtrip harness: option byte + description + edits */
+  static const uint8_t rt_seeds[][24] = {
+      {0x01, 0x28, 0x23, 0x28, 0x23, 7, 0x10, 0x00, 0x55, 0x20, 0x10, 0xaa},
+      {0x07, 0x00, 0x10, 0x00, 0x30, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+      {0x02, 0x03, 3, 8, 0xc4, 0x09, 8, 0xc4, 0x09, 1, 11, 0x20, 0, 2, 3, 0, 0, 0x10, 0x00, 0x01},
+      {0x1c, 0x04, 3, 1, 0x10, 0x00, 9, 0x10, 0x00, 1, 2, 0, 0, 0, 0, 2, 14, 3, 0, 13, 4, 0, 3, 12},
+      {0x48, 0x02, 3, 12, 0xd0, 0x07, 12, 0xd0, 0x07, 3, 5, 0x10, 0x00, 5, 0x10, 0x00, 0xff, 0x01},
+      {0x20, 0x00},
+  };
+  for (size_t i = 0; i < sizeof rt_seeds / sizeof rt_seeds[0]; i++) {
+    char file[32];
+    size_t n = sizeof rt_seeds[i];
+    while (n > 1 && !rt_seeds[i][n - 1]) n--;
+    snprintf(file, sizeof file, "seed%zu", i);
+    save("roundtrip", file, rt_seeds[i], n);
+  }
+  fuzz_buf_free(&base);
+  fuzz_buf_free(&t);
+  fuzz_buf_free(&raw);
+  fuzz_buf_free(&rt);
+  return 0;
+}
