@@ -7,8 +7,7 @@
 #define DCR_CODEC_H
 
 #include <zstd.h>
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
+#include "../format/xxh.h"
 
 #include "../format/format.h"
 

@@ -1,7 +1,7 @@
 /*
  * header.c - the 64-byte bundle header (SPEC.md §4.1).
  */
-#include <xxhash.h>
+#include "xxh.h"
 
 #include "format.h"
 

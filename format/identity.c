@@ -1,8 +1,7 @@
 /*
  * identity.c - tensor hashes and state ids: the IDEN section (SPEC.md §7).
  */
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
+#include "xxh.h"
 
 #include "format.h"
 

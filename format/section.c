@@ -2,7 +2,7 @@
  * section.c - section headers (SPEC.md §4.2) and compressed sections (§4.4).
  */
 #include <stdlib.h>
-#include <xxhash.h>
+#include "xxh.h"
 #include <zstd.h>
 
 #include "format.h"

@@ -3,8 +3,7 @@
  * it can go to a pipe or a socket as it is made: nothing is patched afterwards.
  */
 #include <stdlib.h>
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
+#include "xxh.h"
 #include <zstd.h>
 
 #include "format.h"
