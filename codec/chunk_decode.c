@@ -12,9 +12,9 @@ int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size) {
   dd->capacity = chunk_size;
   dd->dctx = ZSTD_createDCtx();
   dd->pos = malloc(chunk_size * sizeof *dd->pos);
-  dd->varints = malloc(DCR__VARINT_MAX * chunk_size);
+  dd->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size, chunk_size));
   dd->planes = malloc(chunk_size);
-  if (!dd->dctx || !dd->pos || !dd->varints || !dd->planes) {
+  if (!dd->dctx || !dd->pos || !dd->pos_stream || !dd->planes) {
     dcr__chunk_decoder_free(dd);
     return DCR_E_NOMEM;
   }
@@ -24,7 +24,7 @@ int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size) {
 void dcr__chunk_decoder_free(dcr__chunk_decoder *dd) {
   ZSTD_freeDCtx(dd->dctx);
   free(dd->pos);
-  free(dd->varints);
+  free(dd->pos_stream);
   free(dd->planes);
   memset(dd, 0, sizeof *dd);
 }
@@ -73,7 +73,7 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
                           size_t n, dcr_detail *d) {
   const uint8_t *s;
   size_t length, used;
-  int rc = next_stream(dd, in, compression, 0, DCR__VARINT_MAX * count, dd->varints, &s,
+  int rc = next_stream(dd, in, compression, 0, DCR__POSITIONS_BOUND(count, n), dd->pos_stream, &s,
                        &length, d);
   if (rc || (rc = dcr__positions_read(s, length, count, n, dd->pos, &used, d))) return rc;
   if (compression == DCR_COMP_NONE) in->p += used, in->left -= used;
@@ -134,9 +134,9 @@ int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t
   if (in.left)
     return dcr__fail(d, DCR_E_ENCODING, "%zu bytes left after the last stream", in.left);
   if (is_sparse) return apply_sparse(dd, planes, k, esize, op, chunk, d);
-  /* The spare varint buffer holds joined elements, so that a chunk is untouched
+  /* The spare position buffer holds joined elements, so that a chunk is untouched
    * when a check fails. */
-  uint8_t *joined = dd->varints;
+  uint8_t *joined = dd->pos_stream;
   if (op != DCR__OP_OVERWRITE) {
     size_t changed = dcr__planes_nonzero(planes, n, esize);
     if (changed != c->count)

@@ -18,14 +18,14 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
   memset(ce, 0, sizeof *ce);
   ce->level = level;
   ce->capacity = chunk_size;
-  /* Worst cases: one-byte elements (n = chunk_size positions, 5 bytes each) and
-   * eight-byte ones (8 planes). Pages are touched only as far as data goes. */
-  ce->trial_capacity = ZSTD_compressBound(DCR__VARINT_MAX * chunk_size) +
+  /* Worst cases: one-byte elements (n = chunk_size positions) and eight-byte ones
+   * (8 planes). Pages are touched only as far as data goes. */
+  ce->trial_capacity = ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size, chunk_size)) +
                        8 * ZSTD_compressBound(chunk_size);
   ce->pos = malloc(chunk_size * sizeof *ce->pos);
   ce->values = malloc(chunk_size);
   ce->planes = malloc(chunk_size);
-  ce->varints = malloc(DCR__VARINT_MAX * chunk_size);
+  ce->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size, chunk_size));
   ce->trial = malloc(ce->trial_capacity);
   ce->best = malloc(ce->trial_capacity);
   if (level > 0 && (ce->cctx = ZSTD_createCCtx())) {
@@ -34,7 +34,7 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
      * short repeats cost more as matches than as Huffman-coded literals. */
     ZSTD_CCtx_setParameter(ce->cctx, ZSTD_c_minMatch, 7);
   }
-  if (!ce->pos || !ce->values || !ce->planes || !ce->varints || !ce->trial || !ce->best ||
+  if (!ce->pos || !ce->values || !ce->planes || !ce->pos_stream || !ce->trial || !ce->best ||
       (level > 0 && !ce->cctx)) {
     dcr__chunk_encoder_free(ce);
     return DCR_E_NOMEM;
@@ -47,7 +47,7 @@ void dcr__chunk_encoder_free(dcr__chunk_encoder *ce) {
   free(ce->pos);
   free(ce->values);
   free(ce->planes);
-  free(ce->varints);
+  free(ce->pos_stream);
   free(ce->trial);
   free(ce->best);
   memset(ce, 0, sizeof *ce);
@@ -102,7 +102,7 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
   out->length = SIZE_MAX;
   int sparse = count * SPARSE_MAX_DEN <= n * SPARSE_MAX_NUM;
   int dense = count * DENSE_MIN_DEN >= n;
-  size_t varlen = sparse ? dcr__positions_write(ce->varints, ce->pos, count) : 0;
+  size_t varlen = sparse ? dcr__positions_write(ce->pos_stream, ce->pos, count) : 0;
   streams s;
   int rc = DCR_OK;
   for (uint8_t enc = 1; enc < DCR_ENC_COUNT && !rc; enc++) {
@@ -126,7 +126,7 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
     }
     dcr__planes_split(ce->planes, elems, k, esize);
     s.count = 0;
-    if (is_sparse) s.data[s.count] = ce->varints, s.length[s.count++] = varlen;
+    if (is_sparse) s.data[s.count] = ce->pos_stream, s.length[s.count++] = varlen;
     s.data[s.count] = ce->planes, s.length[s.count++] = k * esize;
     rc = consider(ce, enc, &s, out);
   }

@@ -36,11 +36,14 @@ DCR_HIDDEN void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t
 DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize);
 
 /* ---- positions.c: position streams (§9.1) */
-#define DCR__VARINT_MAX 5
-/* Writes the gap varints of `count` strictly increasing positions; returns bytes. */
+/* The longest position stream of `count` positions in an n-element chunk: the
+ * parameter byte, then at most 32 bits per gap plus n for all quotients. */
+#define DCR__POSITIONS_BOUND(count, n) (1 + (32 * (size_t)(count) + (size_t)(n) + 7) / 8)
+/* Writes the Rice-coded gaps of `count` strictly increasing positions; returns
+ * the bytes written (at most DCR__POSITIONS_BOUND). */
 DCR_HIDDEN size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count);
 /* Reads exactly `count` positions below n from in[0..length); *used gets the bytes
- * consumed. Fails with DCR_E_POSITION. */
+ * consumed, up to the byte boundary after the last. Fails with DCR_E_POSITION. */
 DCR_HIDDEN int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
                                    uint32_t *pos, size_t *used, dcr_detail *d);
 
@@ -59,7 +62,7 @@ typedef struct {
   int level;
   uint32_t *pos;               /* n positions */
   uint8_t *values, *planes;    /* n·esize each */
-  uint8_t *varints;            /* 5·n */
+  uint8_t *pos_stream;         /* a position stream */
   uint8_t *trial, *best;       /* candidate encoded data */
   size_t capacity;             /* chunk bytes the buffers were sized for */
   size_t trial_capacity;
@@ -82,7 +85,7 @@ DCR_HIDDEN int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base,
 typedef struct {
   ZSTD_DCtx *dctx;
   uint32_t *pos;
-  uint8_t *varints, *planes;
+  uint8_t *pos_stream, *planes;
   size_t capacity;
 } dcr__chunk_decoder;
 

@@ -1767,9 +1767,11 @@ static void test_enc2_verify_and_apply_decode_chunks(void **state) {
   /* the position moved to another element: verify passes (it cannot know), apply
    * finds the wrong target */
   copy[last] = 1;
-  assert_int_equal(c.payload_length, 32 + 1 + 1); /* varint 100, XOR value */
-  assert_int_equal(copy[last - 1], 100);
-  copy[last - 1] = 101;
+  /* Rice k = 6, gap 100 = quotient 1 ("10") and low bits 36, LSB first: 0x91 */
+  assert_int_equal(c.payload_length, 32 + 2 + 1);
+  assert_int_equal(copy[last - 2], 6);
+  assert_int_equal(copy[last - 1], 0x91);
+  copy[last - 1] = 0x95; /* low bit 0 of the gap set: element 101 */
   reseal_section(copy, c.offset);
   assert_int_equal(dcr_reader_open_memory(&r, copy, s.size, NULL, &d), DCR_OK);
   assert_int_equal(dcr_reader_verify(r, &d), DCR_OK);

@@ -517,12 +517,34 @@ static void delta_value(const uint8_t *b, const uint8_t *t, unsigned e, uint8_t 
   for (unsigned i = 0; i < e; i++) out[i] = (uint8_t)(z >> (8 * i));
 }
 
-static void varint(buf *b, uint64_t v) {
-  while (v >= 0x80) {
-    bu8(b, (v & 0x7F) | 0x80);
-    v >>= 7;
+/* A position stream (SPEC.md §9.1) with Rice parameter k: the byte k, then per
+ * gap its quotient in unary (ones, then a zero) and its k low bits, LSB first.
+ * Gaps may be anything, so that invalid streams can be written too. */
+static void rice(buf *b, unsigned k, const uint64_t *gaps, size_t count) {
+  uint64_t acc = 0;
+  unsigned nbits = 0;
+  bu8(b, k);
+#define PUT_BIT(bit) \
+  do { acc |= (uint64_t)(bit) << nbits; if (++nbits == 8) bu8(b, acc), acc = 0, nbits = 0; } while (0)
+  for (size_t i = 0; i < count; i++) {
+    for (uint64_t q = gaps[i] >> k; q; q--) PUT_BIT(1);
+    PUT_BIT(0);
+    for (unsigned j = 0; j < k; j++) PUT_BIT((gaps[i] >> j) & 1);
   }
-  bu8(b, v);
+#undef PUT_BIT
+  if (nbits) bu8(b, acc);
+}
+
+/* The k a writer picks: fewest bits, the smallest k on a tie. */
+static unsigned rice_k(const uint64_t *gaps, size_t count) {
+  unsigned best = 0;
+  uint64_t best_bits = UINT64_MAX;
+  for (unsigned k = 0; k < 32; k++) {
+    uint64_t bits = 0;
+    for (size_t i = 0; i < count; i++) bits += (gaps[i] >> k) + 1 + k;
+    if (bits < best_bits) best_bits = bits, best = k;
+  }
+  return best;
 }
 
 static void zframe(buf *out, const uint8_t *p, size_t n) {
@@ -568,14 +590,15 @@ static void make_streams(streams *s, const uint8_t *base, const uint8_t *tgt, si
   int sparse = !(enc & 1);
   int xor = enc == XOR_DENSE || enc == XOR_SPARSE;
   int delta = enc == DELTA_DENSE || enc == DELTA_SPARSE;
-  buf vals = {0};
+  buf vals = {0}, gaps = {0};
   uint64_t next = 0;
   for (size_t i = 0; i < n; i++) {
     int diff = memcmp(base + i * e, tgt + i * e, e) != 0;
     s->count += (uint32_t)diff;
     if (sparse && !diff) continue;
     if (sparse) {
-      varint(&s->pos, i - next);
+      uint64_t g = i - next;
+      bput(&gaps, &g, sizeof g);
       next = i + 1;
     }
     uint8_t v[8];
@@ -583,10 +606,16 @@ static void make_streams(streams *s, const uint8_t *base, const uint8_t *tgt, si
     for (unsigned b = 0; b < e; b++)
       bu8(&vals, delta ? v[b] : xor ? base[i * e + b] ^ tgt[i * e + b] : tgt[i * e + b]);
   }
+  if (sparse) {
+    const uint64_t *g = (const uint64_t *)(const void *)gaps.p;
+    size_t gc = gaps.n / sizeof *g;
+    rice(&s->pos, rice_k(g, gc), g, gc);
+  }
   size_t k = vals.n / e;
   for (unsigned b = 0; b < e; b++)
     for (size_t i = 0; i < k; i++) bu8(&s->planes, vals.p[i * e + b]);
   bfree(&vals);
+  bfree(&gaps);
 }
 
 static void join_streams(buf *out, streams *s, int comp) {
@@ -1197,7 +1226,7 @@ static void pair_full(ckpt *b, ckpt *t) {
 }
 
 /* chunk size 32 KiB: U8 tensor of 40000 bytes = a full chunk and a 7232-byte one;
- * positions with gaps of 0, 3-byte varints and at both chunk edges. */
+ * positions with gaps of 0, long gaps and at both chunk edges. */
 static void pair_positions(ckpt *b, ckpt *t) {
   uint64_t d[1] = {40000};
   b->file = "ckpt/positions-base.safetensors";
@@ -1389,7 +1418,7 @@ static void valid_vectors(void) {
   build(&B, &pb, &pt, 32768, pol_cycle, &pk);
   emit_bundle(VALID(.id = "valid/chunk-size-32k-positions", .flags = "chunk-geometry,encoding",
                     .text = "chunk size 32 KiB, last chunk 7232 bytes; sparse positions 0, 1, 2 "
-                            "(gaps of 0), a 3-byte varint, the first and last element of a chunk",
+                            "(gaps of 0), a gap of 19997, the first and last element of a chunk",
                     .covers = "§8.1,§9.1,R-POS-1,R-MAN-3"),
               &B, &pb, &pt);
   bundle_free(&B);
@@ -2563,7 +2592,6 @@ static void chunk_vectors(void) {
 
   /* Encoded data, checked without a base (stage "chunks"). b/0: F32, n = 100,
    * OVERWRITE_SPARSE stored; a/1: BF16, n = 2048, XOR_DENSE zstd. */
-  uint8_t d[64];
   const uint32_t bcount = get32(chunk_sec(&M, 1, 0)->pl.p + 12);
   static const struct {
     const char *id, *text;
@@ -2640,29 +2668,41 @@ static void chunk_vectors(void) {
                      .covers = "R-ENC-4"),
              &B);
 
-  /* Positions (§9.1, R-POS-1): b/0 OVERWRITE_SPARSE of F32, n = 100. */
+  /* Positions (§9.1, R-POS-1): b/0 OVERWRITE_SPARSE of F32, n = 100. Streams with
+   * gaps are Rice-coded by rice(); malformed ones are bytes. Streams that end
+   * inside a gap have no values after them (a stored position stream is not
+   * length-delimited: it would run on into the values). */
+  static const uint64_t g100[] = {100}, g50[] = {50, 49}, gwrap[] = {5, 0xFFFFFFFFu};
   static const struct {
     const char *id, *text;
-    uint8_t bytes[12];
+    const uint64_t *gaps;
+    unsigned k;
+    uint8_t bytes[4];
     size_t n;
     uint32_t count;
+    int values;
   } ps[] = {
-      {"invalid/position-out-of-range", "position 100 in a chunk of 100 elements", {100}, 1, 1},
-      {"invalid/position-gap-out-of-range", "positions 50 then 50 + 1 + 49 = 100", {50, 49}, 2, 2},
+      {"invalid/position-out-of-range", "position 100 in a chunk of 100 elements", g100, 7, {0}, 0,
+       1, 1},
+      {"invalid/position-gap-out-of-range", "positions 50 then 50 + 1 + 49 = 100", g50, 6, {0}, 0,
+       2, 1},
       {"invalid/position-wraps-32-bit", "positions 5, then a gap of 2^32 - 1: computed in 32 bits "
-       "it wraps to 5 again (duplicate, unsorted)", {5, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F}, 6, 2},
-      {"invalid/position-varint-over-2-32", "a gap varint of value 2^32", {0x80, 0x80, 0x80, 0x80,
-       0x10}, 5, 1},
-      {"invalid/position-varint-6-bytes", "a 6-byte varint", {0x81, 0x80, 0x80, 0x80, 0x80, 0x00},
-       6, 1},
-      {"invalid/position-varint-not-minimal", "the varint 80 00 for 0", {0x80, 0x00}, 2, 1},
-      {"invalid/position-varint-unterminated", "the stream ends inside a varint", {3, 0x85}, 2, 2},
+       "it wraps to 5 again (duplicate, unsorted)", gwrap, 31, {0}, 0, 2, 1},
+      {"invalid/position-rice-parameter-32", "a Rice parameter of 32 (at most 31)", NULL, 0,
+       {32, 0x00}, 2, 1, 1},
+      {"invalid/position-padding-not-zero", "position 0 (one zero bit), then a padding bit set",
+       NULL, 0, {0x00, 0x02}, 2, 1, 1},
+      {"invalid/position-quotient-unterminated", "the stream ends inside a unary quotient", NULL,
+       0, {0x00, 0xFF, 0xFF}, 3, 1, 0},
+      {"invalid/position-low-bits-cut", "the stream ends inside a gap's low bits (k = 8)", NULL, 0,
+       {0x08, 0x00}, 2, 1, 0},
   };
   for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
     model(&B);
     buf x = {0};
-    bput(&x, ps[i].bytes, ps[i].n);
-    if (i != 6) bfill(&x, 0x3F, 4 * (size_t)ps[i].count);
+    if (ps[i].gaps) rice(&x, ps[i].k, ps[i].gaps, ps[i].count);
+    else bput(&x, ps[i].bytes, ps[i].n);
+    if (ps[i].values) bfill(&x, 0x3F, 4 * (size_t)ps[i].count);
     chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 0, ps[i].count, x.p, x.n);
     bfree(&x);
     emit_model(INVALID(.id = ps[i].id, .error = "DCR_E_POSITION", .stage = "chunks",
@@ -2671,17 +2711,21 @@ static void chunk_vectors(void) {
   }
   model(&B);
   {
-    buf x = {0};
-    uint8_t pos[3] = {1, 2, 9}, vals[8];
+    static const uint64_t g12[] = {1, 2};
+    buf x = {0}, pos = {0};
+    uint8_t vals[8];
     memset(vals, 0x3F, sizeof vals);
-    zframe_raw(&x, 3, pos, 3);
+    rice(&pos, 1, g12, 2);
+    bu8(&pos, 9);
+    zframe_raw(&x, pos.n, pos.p, pos.n);
     zframe_raw(&x, 8, vals, 8);
     chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 1, 2, x.p, x.n);
     bfree(&x);
+    bfree(&pos);
   }
   emit_model(INVALID(.id = "invalid/position-frame-leftover", .error = "DCR_E_POSITION",
                      .stage = "chunks", .flags = "positions,handmade-zstd",
-                     .text = "a compressed position stream with a byte left after its 2 varints",
+                     .text = "a compressed position stream with a byte left after its 2 gaps",
                      .covers = "R-POS-2"),
              &B);
 
@@ -2731,24 +2775,30 @@ static void chunk_vectors(void) {
   model(&B);
   {
     buf x = {0};
-    uint8_t pos[11] = {1, 2}, vals[8];
+    /* at most 1 + ceil((32 * 2 + 100) / 8) = 22 bytes for 2 positions in 100 */
+    uint8_t pos[23] = {0}, vals[8];
     memset(vals, 0x3F, sizeof vals);
-    zframe_raw(&x, 11, pos, 11);
+    zframe_raw(&x, 23, pos, 23);
     zframe_raw(&x, 8, vals, 8);
     chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 1, 2, x.p, x.n);
     bfree(&x);
   }
   emit_model(INVALID(.id = "invalid/position-frame-too-large", .error = "DCR_E_DECOMPRESS",
                      .stage = "chunks", .flags = "decompressed-size,handmade-zstd",
-                     .text = "a position frame declaring 11 bytes for 2 varints (at most 10)",
+                     .text = "a position frame declaring 23 bytes for 2 positions in a 100-element "
+                             "chunk (at most 22)",
                      .covers = "R-CMP-3"),
              &B);
 
   /* Two bad chunks: a validator that reports all names both. */
   model(&B);
-  d[0] = 100;
-  memset(d + 1, 0x3F, 4);
-  chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 0, 1, d, 5);
+  {
+    buf x = {0};
+    rice(&x, 7, g100, 1);
+    bfill(&x, 0x3F, 4);
+    chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 0, 1, x.p, x.n);
+    bfree(&x);
+  }
   chunk_sec(&B, 3, 0)->pl.p[8] = 0;
   emit_model(INVALID(.id = "invalid/chunks-two-bad", .error = "DCR_E_POSITION", .stage = "chunks",
                      .all_errors = "DCR_E_POSITION,DCR_E_ENCODING", .flags = "multiple-errors,positions",
@@ -2951,16 +3001,19 @@ static void apply_vectors(void) {
     section *s = chunk_sec(&B, 1, 0);
     uint32_t count = get32(s->pl.p + 12);
     uint8_t *p = s->pl.p + 32;
-    size_t at = 0;
-    while (p[at] & 0x80) at++;
+    /* walk the stored Rice stream: the first gap is the first position, and the
+     * planes start at the byte after the last gap */
+    unsigned k = p[0];
+    size_t bit = 8;
     uint32_t pos0 = 0;
-    for (size_t k = 0; k <= at; k++) pos0 |= (uint32_t)(p[k] & 0x7F) << (7 * k);
-    size_t vp = 0, q = 0;
-    for (uint32_t k = 0; k < count; k++) {
-      while (p[q] & 0x80) q++;
-      q++;
+    for (uint32_t i = 0; i < count; i++) {
+      uint32_t q = 0, low = 0;
+      while ((p[bit / 8] >> (bit % 8)) & 1) q++, bit++;
+      bit++;
+      for (unsigned j = 0; j < k; j++, bit++) low |= (uint32_t)((p[bit / 8] >> (bit % 8)) & 1) << j;
+      if (i == 0) pos0 = (q << k) | low;
     }
-    vp = q; /* planes start */
+    size_t vp = (bit + 7) / 8; /* planes start */
     const uint8_t *basev = MB.t[1].data + 4 * (size_t)pos0;
     for (unsigned b = 0; b < 4; b++) p[vp + b * count] = basev[b];
   }
