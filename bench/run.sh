@@ -2,9 +2,11 @@
 # bench/run.sh - dcr against its peers on the same generated BF16 pairs, in one run.
 #
 #   bench/run.sh [--sizes "256M 2G"] [--rates "0.01 0.03 0.05"] [--runs 3] [--slow-runs 1]
+#                [--slow-rates "0.01"]
 #
 # For each pair it measures bundle size, encode and apply time (median of --runs,
-# with min and max; the slow zstd -19 peer uses --slow-runs) and peak RSS, for:
+# with min and max; the slow zstd -19 peer uses --slow-runs, and runs only at the
+# --slow-rates, default all: minutes per 256 MiB pair here) and peak RSS, for:
 #   dcr (all cores and 1 thread), zstd -3 --patch-from, zstd -19 --long=31
 #   --patch-from, xdelta3 -9, XOR of the whole file then zstd -3 (Fireworks' ARC2),
 # and reports throughput as a fraction of this machine's memcpy bandwidth. Inputs
@@ -12,16 +14,18 @@
 # table on stdout; progress on stderr. Peers come from Debian's packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes="256M"; rates="0.01 0.03 0.05"; runs=3; slow_runs=1
+sizes="256M"; rates="0.01 0.03 0.05"; runs=3; slow_runs=1; slow_rates=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --slow-runs) slow_runs=$2; shift 2 ;;
-    *) echo "usage: bench/run.sh [--sizes LIST] [--rates LIST] [--runs N] [--slow-runs N]" >&2; exit 2 ;;
+    --slow-rates) slow_rates=$2; shift 2 ;;
+    *) echo "usage: bench/run.sh [--sizes LIST] [--rates LIST] [--runs N] [--slow-runs N] [--slow-rates LIST]" >&2; exit 2 ;;
   esac
 done
+[ -n "$slow_rates" ] || slow_rates=$rates
 
 need=""
 command -v zstd >/dev/null || need="$need zstd"
@@ -66,7 +70,7 @@ row() { # name size_bytes target_bytes enc(4) app(4) changed
 
 echo "## dcr benchmark — $(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), memcpy $bw GB/s"
 echo
-echo "Median of $runs runs (min–max); zstd -19 median of $slow_runs. Peak RSS from /usr/bin/time. dcr $($dcr --version | cut -d' ' -f2); zstd $(zstd --version | sed -n "s/.* v\([0-9.]*\).*/\1/p"); xdelta3 $(xdelta3 -V 2>&1 | head -1 | awk "{print \$3}" | tr -d ,)."
+echo "Median of $runs runs (min–max); zstd -19 median of $slow_runs, at rates $slow_rates only. Peak RSS from /usr/bin/time. dcr $($dcr --version | cut -d' ' -f2); zstd $(zstd --version | sed -n "s/.* v\([0-9.]*\).*/\1/p"); xdelta3 $(xdelta3 -V 2>&1 | head -1 | awk "{print \$3}" | tr -d ,)."
 for size in $sizes; do
   for rate in $rates; do
     b="$work/base.st" t="$work/target.st"
@@ -92,11 +96,13 @@ for size in $sizes; do
     a=$(time_cmd "$runs" zstd -q -f -d --patch-from="$b" "$work/z3" -o "$work/out")
     cmp "$work/out" "$t"
     row "zstd -3 --patch-from" "$(stat -c %s "$work/z3")" "$tbytes" $e $a "$changed"
-    echo "bench: zstd -19 --long=31 --patch-from" >&2
-    e=$(time_cmd "$slow_runs" zstd -q -f -19 --long=31 --patch-from="$b" "$t" -o "$work/z19")
-    a=$(time_cmd "$slow_runs" zstd -q -f -d --long=31 --patch-from="$b" "$work/z19" -o "$work/out")
-    cmp "$work/out" "$t"
-    row "zstd -19 --long=31 --patch-from" "$(stat -c %s "$work/z19")" "$tbytes" $e $a "$changed"
+    if [[ " $slow_rates " == *" $rate "* ]]; then
+      echo "bench: zstd -19 --long=31 --patch-from" >&2
+      e=$(time_cmd "$slow_runs" zstd -q -f -19 --long=31 --patch-from="$b" "$t" -o "$work/z19")
+      a=$(time_cmd "$slow_runs" zstd -q -f -d --long=31 --patch-from="$b" "$work/z19" -o "$work/out")
+      cmp "$work/out" "$t"
+      row "zstd -19 --long=31 --patch-from" "$(stat -c %s "$work/z19")" "$tbytes" $e $a "$changed"
+    fi
     echo "bench: xdelta3 -9" >&2
     e=$(time_cmd "$runs" xdelta3 -9 -f -e -s "$b" "$t" "$work/xd")
     a=$(time_cmd "$runs" xdelta3 -f -d -s "$b" "$work/xd" "$work/out")
