@@ -5,7 +5,8 @@
 #   fuzz.sh afl SECONDS NAME...    afl-fuzz each harness for SECONDS; exit 1 if any
 #                                  crash or hang was saved (afl-fuzz 4.04c exits 0)
 # Environment for afl: FUZZ_OUT (default build-fuzz-afl/out), FUZZ_RESUME=1 keeps
-# and resumes earlier output, FUZZ_TIMEOUT_MS (default 2000) per input.
+# and resumes earlier output, FUZZ_TIMEOUT_MS (default 2000) per input,
+# FUZZ_SEEDS="DIR..." adds DIR/NAME (e.g. an earlier run's queue) to the seeds.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,22 @@ corpora() { # the directories and files a harness replays
         find testvectors/v1 -name '*.dcr' -type f | sort
       fi ;;
   esac
+}
+
+# afl-fuzz 4.04c can leave a stopped persistent-mode child of the CmpLog fork
+# server behind (in a session of its own, reparented to init): end the orphans
+# that run this checkout's harness binaries.
+orphans() {
+  for b in "$@"; do
+    [ -x "$b" ] || continue
+    exe=$(readlink -f "$b")
+    for p in /proc/[0-9]*; do
+      [ "$(readlink "$p/exe" 2>/dev/null)" = "$exe" ] || continue
+      ppid=$(sed 's/^.*) [A-Za-z] \([0-9]*\) .*$/\1/' "$p/stat" 2>/dev/null)
+      [ "$ppid" = 1 ] && kill -KILL "${p#/proc/}" 2>/dev/null
+    done
+  done
+  return 0
 }
 
 case "${1:-}" in
@@ -56,21 +73,37 @@ afl)
     seeds=$out/$name.seeds
     rm -rf "$seeds"
     mkdir -p "$seeds"
-    for d in fuzz/corpus/"$name" fuzz/regressions/"$name"; do
-      [ -d "$d" ] && cp "$d"/* "$seeds"/ 2>/dev/null
-    done
+    # the replay inputs (corpus, regressions, test vectors) are the seeds
+    { corpora "$name"; for d in ${FUZZ_SEEDS:-}; do [ -d "$d/$name" ] && echo "$d/$name"; done; } |
+      sort -u | while read -r f; do
+      if [ -d "$f" ]; then find "$f" -maxdepth 1 -type f; else printf '%s\n' "$f"; fi
+    done | {
+      i=0
+      while read -r src; do i=$((i + 1)) && cp "$src" "$seeds/$i-${src##*/}"; done
+    }
     [ -n "$(ls "$seeds")" ] || printf 'x' >"$seeds/empty"
     if [ "${FUZZ_RESUME:-0}" != 1 ]; then rm -rf "${out:?}/$name"; fi
     cl=""
     [ -x "$cmplog" ] && cl="-c $cmplog"
     echo "== afl-fuzz $name for ${seconds}s"
+    # the harnesses' temporary files: afl-fuzz kills them without atexit cleanup
+    tmp=$out/$name.tmp
+    rm -rf "$tmp" && mkdir -p "$tmp" && tmp=$(cd "$tmp" && pwd)
+    # In its own process group, so that it can be ended with its children.
     # shellcheck disable=SC2086
-    AFL_NO_UI=1 AFL_AUTORESUME=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 \
+    TMPDIR=$tmp AFL_NO_UI=1 AFL_AUTORESUME=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 \
     AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_SUPPRESS_BANNER=1 \
-      afl-fuzz -V "$seconds" -t "${FUZZ_TIMEOUT_MS:-2000}" -m none -x fuzz/dcr.dict \
+      setsid -w afl-fuzz -V "$seconds" -t "${FUZZ_TIMEOUT_MS:-2000}" -m none -x fuzz/dcr.dict \
         -i "$seeds" -o "$out/$name" \
-        $cl -- "$bin" >"$out/$name.log" 2>&1
+        $cl -- "$bin" >"$out/$name.log" 2>&1 &
+    pid=$!
+    trap 'kill -TERM "-$pid" 2>/dev/null; exit 130' INT TERM
+    wait "$pid"
     rc=$?
+    trap - INT TERM
+    kill -KILL "-$pid" 2>/dev/null
+    orphans "$bin" "$cmplog"
+    rm -rf "$tmp"
     stats=$out/$name/default/fuzzer_stats
     if [ ! -f "$stats" ]; then
       echo "fuzz: afl-fuzz $name did not start (exit $rc); see $out/$name.log:" >&2

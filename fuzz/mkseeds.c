@@ -180,6 +180,17 @@ int main(int argc, char **argv) {
   fuzz_safetensors(&t, dense, 4, 0);
   make("dense", &base, &t, 0, 8192, 3, NULL, 0, 1, 0);
 
+  /* ULP steps, as an optimizer makes them: +1 in the last place of every third
+   * BF16 of "a", -1 in every 50th F32 of "b" (DELTA_DENSE, DELTA_SPARSE) */
+  t.n = 0;
+  fuzz_put(&t, base.p, base.n);
+  size_t data = 8 + (size_t)dcr__le64(base.p);
+  for (size_t i = 0; i < 2500; i += 3) dcr__put16(t.p + data + 2 * i, (uint16_t)(dcr__le16(t.p + data + 2 * i) + 1));
+  for (size_t i = 0; i < 1100; i += 50)
+    dcr__put32(t.p + data + 5000 + 4 * i, dcr__le32(t.p + data + 5000 + 4 * i) - 1);
+  make("ulp", &base, &t, 0, 4096, 3, NULL, 0, 1, 0);
+  make("ulp-stored", &base, &t, 0, 4096, 0, NULL, 0, 0, 0);
+
   /* raw: a few bytes, then a longer target */
   rt.n = 0;
   fuzz_put(&rt, raw.p, raw.n);
