@@ -26,7 +26,7 @@ typedef struct {
 
 /* getopt_long ids for the options every command takes. */
 enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
-       OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC };
+       OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \

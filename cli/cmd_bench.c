@@ -116,7 +116,7 @@ int cmd_bench(int argc, char **argv) {
                                         {"size", required_argument, NULL, OPT_SIZE},
                                         {"rate", required_argument, NULL, OPT_RATE},
                                         {"threads", required_argument, NULL, OPT_THREADS},
-                                        {"runs", required_argument, NULL, OPT_SEED},
+                                        {"runs", required_argument, NULL, OPT_RUNS},
                                         {"chunk-size", required_argument, NULL, OPT_CHUNK_SIZE},
                                         {"level", required_argument, NULL, OPT_LEVEL},
                                         {NULL, 0, NULL, 0}};
@@ -145,7 +145,7 @@ int cmd_bench(int argc, char **argv) {
         if (*end || !(so.rate >= 0 && so.rate <= 1)) return cli_usage("bench", "bad --rate");
         break;
       case OPT_THREADS: list = optarg; break;
-      case OPT_SEED:
+      case OPT_RUNS:
         if (cli_parse_uint(optarg, 16, &v) || !v) return cli_usage("bench", "--runs wants 1..16");
         runs = (int)v;
         break;

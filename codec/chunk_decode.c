@@ -9,7 +9,6 @@
 
 int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size) {
   memset(dd, 0, sizeof *dd);
-  dd->capacity = chunk_size;
   dd->dctx = ZSTD_createDCtx();
   dd->pos = malloc(chunk_size * sizeof *dd->pos);
   dd->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size, chunk_size));

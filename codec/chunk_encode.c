@@ -17,7 +17,6 @@
 int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level) {
   memset(ce, 0, sizeof *ce);
   ce->level = level;
-  ce->capacity = chunk_size;
   /* Worst cases: one-byte elements (n = chunk_size positions) and eight-byte ones
    * (8 planes). Pages are touched only as far as data goes. */
   ce->trial_capacity = ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size, chunk_size)) +

@@ -64,7 +64,6 @@ typedef struct {
   uint8_t *values, *planes;    /* n·esize each */
   uint8_t *pos_stream;         /* a position stream */
   uint8_t *trial, *best;       /* candidate encoded data */
-  size_t capacity;             /* chunk bytes the buffers were sized for */
   size_t trial_capacity;
 } dcr__chunk_encoder;
 
@@ -86,7 +85,6 @@ typedef struct {
   ZSTD_DCtx *dctx;
   uint32_t *pos;
   uint8_t *pos_stream, *planes;
-  size_t capacity;
 } dcr__chunk_decoder;
 
 DCR_HIDDEN int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size);
