@@ -149,4 +149,5 @@ clean: ## Remove build outputs
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/tools/mkvectors.d $(FUZZ_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/tools/mkvectors.d $(FUZZ_OBJ:.o=.d) \
+         $(wildcard $(BUILD)/tests/*.d)

@@ -9,9 +9,11 @@
 # --slow-rates, default all: minutes per 256 MiB pair here) and peak RSS, for:
 #   dcr (all cores and 1 thread), zstd -3 --patch-from, zstd -19 --long=31
 #   --patch-from, xdelta3 -9, XOR of the whole file then zstd -3 (Fireworks' ARC2),
-# and reports throughput as a fraction of this machine's memcpy bandwidth. Inputs
-# sit in the page cache (each is read once before timing). Output: a markdown
-# table on stdout; progress on stderr. Peers come from Debian's packages.
+# with two I/O ceilings (cp of the target; dd of as many zeros into a new file),
+# reports throughput as a fraction of this machine's memcpy bandwidth, and adds
+# `dcr bench` on the same pair for validate speeds. Inputs sit in the page cache
+# (each is read once before timing). Output: markdown on stdout; progress on
+# stderr. Peers come from Debian's packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes="256M"; rates="0.01 0.03 0.05"; runs=3; slow_runs=1; slow_rates=""
@@ -44,11 +46,14 @@ cc -O2 -o "$work/memcpy_bw" bench/memcpy_bw.c
 bw=$("$work/memcpy_bw")
 threads=$(nproc)
 
-# time_cmd N CMD... -> "median min max peak_rss_kib" over N runs (seconds)
+# time_cmd N OUT CMD... -> "median min max peak_rss_kib" over N runs (seconds).
+# OUT, the file CMD writes, is removed before each run, untimed: replacing a file
+# whose pages are still dirty costs the kernel as much as writing it.
 time_cmd() {
-  local n=$1; shift
+  local n=$1 out=$2; shift 2
   local t rss=0 ts=()
   for _ in $(seq "$n"); do
+    rm -f "$out"
     /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
       echo "bench: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
     read -r t r < "$work/time"
@@ -86,35 +91,43 @@ for size in $sizes; do
     echo "|---|---|---|---|---|---|---|---|"
     for th in "$threads" 1; do
       echo "bench: dcr --threads $th" >&2
-      e=$(time_cmd "$runs" $dcr encode "$b" "$t" -o "$work/x.dcr" -f -q --threads "$th")
-      a=$(time_cmd "$runs" $dcr apply "$b" "$work/x.dcr" -o "$work/out" -f -q --no-sync --threads "$th")
+      e=$(time_cmd "$runs" "$work/x.dcr" $dcr encode "$b" "$t" -o "$work/x.dcr" -f -q --threads "$th")
+      a=$(time_cmd "$runs" "$work/out" $dcr apply "$b" "$work/x.dcr" -o "$work/out" -f -q --no-sync --threads "$th")
       cmp "$work/out" "$t"
       row "dcr (--threads $th)" "$(stat -c %s "$work/x.dcr")" "$tbytes" $e $a "$changed"
     done
     echo "bench: zstd -3 --patch-from" >&2
-    e=$(time_cmd "$runs" zstd -q -f -3 --patch-from="$b" "$t" -o "$work/z3")
-    a=$(time_cmd "$runs" zstd -q -f -d --patch-from="$b" "$work/z3" -o "$work/out")
+    e=$(time_cmd "$runs" "$work/z3" zstd -q -f -3 --patch-from="$b" "$t" -o "$work/z3")
+    a=$(time_cmd "$runs" "$work/out" zstd -q -f -d --patch-from="$b" "$work/z3" -o "$work/out")
     cmp "$work/out" "$t"
     row "zstd -3 --patch-from" "$(stat -c %s "$work/z3")" "$tbytes" $e $a "$changed"
     if [[ " $slow_rates " == *" $rate "* ]]; then
       echo "bench: zstd -19 --long=31 --patch-from" >&2
-      e=$(time_cmd "$slow_runs" zstd -q -f -19 --long=31 --patch-from="$b" "$t" -o "$work/z19")
-      a=$(time_cmd "$slow_runs" zstd -q -f -d --long=31 --patch-from="$b" "$work/z19" -o "$work/out")
+      e=$(time_cmd "$slow_runs" "$work/z19" zstd -q -f -19 --long=31 --patch-from="$b" "$t" -o "$work/z19")
+      a=$(time_cmd "$slow_runs" "$work/out" zstd -q -f -d --long=31 --patch-from="$b" "$work/z19" -o "$work/out")
       cmp "$work/out" "$t"
       row "zstd -19 --long=31 --patch-from" "$(stat -c %s "$work/z19")" "$tbytes" $e $a "$changed"
     fi
     echo "bench: xdelta3 -9" >&2
-    e=$(time_cmd "$runs" xdelta3 -9 -f -e -s "$b" "$t" "$work/xd")
-    a=$(time_cmd "$runs" xdelta3 -f -d -s "$b" "$work/xd" "$work/out")
+    e=$(time_cmd "$runs" "$work/xd" xdelta3 -9 -f -e -s "$b" "$t" "$work/xd")
+    a=$(time_cmd "$runs" "$work/out" xdelta3 -f -d -s "$b" "$work/xd" "$work/out")
     cmp "$work/out" "$t"
     row "xdelta3 -9" "$(stat -c %s "$work/xd")" "$tbytes" $e $a "$changed"
     echo "bench: XOR + zstd -3" >&2
-    e=$(time_cmd "$runs" sh -c "'$work/xorfiles' '$b' '$t' | zstd -q -3 -f -o '$work/xz'")
-    a=$(time_cmd "$runs" sh -c "zstd -q -d -c '$work/xz' > '$work/x'; '$work/xorfiles' '$b' '$work/x' > '$work/out'")
+    e=$(time_cmd "$runs" "$work/xz" sh -c "'$work/xorfiles' '$b' '$t' | zstd -q -3 -f -o '$work/xz'")
+    a=$(time_cmd "$runs" "$work/out" sh -c "zstd -q -d -c '$work/xz' > '$work/x'; '$work/xorfiles' '$b' '$work/x' > '$work/out'")
     cmp "$work/out" "$t"
     row "XOR + zstd -3 (ARC2-style)" "$(stat -c %s "$work/xz")" "$tbytes" $e $a "$changed"
-    echo "bench: memcpy-equivalent" >&2
-    e=$(time_cmd "$runs" cp "$t" "$work/copy")
-    row "cp of the target (I/O ceiling)" "$tbytes" "$tbytes" $e 0 0 0 0 "$changed"
+    echo "bench: I/O ceilings" >&2
+    e=$(time_cmd "$runs" "$work/copy" cp "$t" "$work/copy")
+    row "cp of the target (in-kernel copy)" "$tbytes" "$tbytes" $e 0 0 0 0 "$changed"
+    e=$(time_cmd "$runs" "$work/copy" dd if=/dev/zero of="$work/copy" bs=4M count=$((tbytes >> 22)) status=none)
+    row "dd bs=4M of zeros (page-cache write)" "$(((tbytes >> 22) << 22))" "$tbytes" $e 0 0 0 0 "$changed"
+    echo
+    echo "dcr bench on the same pair (in one process; open = structure and every checksum, verify = open then decode every chunk, both GB/s of bundle bytes):"
+    echo
+    echo '```'
+    $dcr bench "$b" "$t" --runs "$runs" --threads "$threads,1"
+    echo '```'
   done
 done

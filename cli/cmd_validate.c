@@ -9,7 +9,7 @@
 #include "cli.h"
 
 static const char usage[] =
-    "Usage: dcr validate BUNDLE [--base BASE] [--target TARGET] [--json]\n"
+    "Usage: dcr validate BUNDLE [--base BASE] [--target TARGET] [--json] [--threads N]\n"
     "Check a bundle's structure, every checksum and limit, and decode every chunk;\n"
     "every bad chunk is reported, not only the first.\n"
     "With --base, also check that it applies to BASE (nothing is written); with\n"
@@ -17,7 +17,8 @@ static const char usage[] =
     "Exit status: 0 valid, 1 invalid or not matching, 3 could not run.\n\n"
     "      --base BASE      check that the bundle applies to BASE\n"
     "      --target TARGET  check that TARGET is the bundle's target\n"
-    "      --json           print one JSON document on stdout (see README)\n";
+    "      --json           print one JSON document on stdout (see README)\n"
+    "      --threads N      worker threads (default: all cores)\n";
 
 static json_t *error_json(int code, const char *stage, const dcr_detail *d) {
   json_t *e = json_pack("{s:s, s:i, s:s, s:s}", "code", dcr_error_name(code), "number", code,
@@ -71,11 +72,16 @@ int cmd_validate(int argc, char **argv) {
                                         {"base", required_argument, NULL, OPT_BASE},
                                         {"target", required_argument, NULL, OPT_TARGET},
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        {"threads", required_argument, NULL, OPT_THREADS},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common);
   const char *base = NULL, *target = NULL;
   int json = 0, c, stop = 0;
+  uint64_t v;
+  dcr_apply_options aopt;
+  dcr_apply_options_default(&aopt);
+  aopt.cancel = &cli_interrupted;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT, longs, NULL)) != -1) {
     if (cli_common_option(&common, c, usage, &stop)) {
       if (stop) return CLI_OK;
@@ -85,6 +91,11 @@ int cmd_validate(int argc, char **argv) {
       case OPT_BASE: base = optarg; break;
       case OPT_TARGET: target = optarg; break;
       case OPT_JSON: json = 1; break;
+      case OPT_THREADS:
+        if (cli_parse_uint(optarg, 1024, &v))
+          return cli_usage("validate", "bad --threads '%s'", optarg);
+        aopt.threads = (unsigned)v;
+        break;
       default: return cli_usage("validate", "invalid option");
     }
   }
@@ -93,10 +104,8 @@ int cmd_validate(int argc, char **argv) {
   dcr_reader *r = NULL;
   void *mem = NULL;
   dcr_detail d;
-  dcr_apply_options aopt;
-  dcr_apply_options_default(&aopt);
-  aopt.cancel = &cli_interrupted;
   int structure = check(&rp, "structure", cli_open_bundle(rp.bundle, &r, &mem, &d), &d);
+  if (structure) dcr_reader_set_threads(r, aopt.threads);
   rp.stage = "chunks";
   int chunks = structure && dcr_reader_verify_all(r, record_chunk, &rp) == DCR_OK;
   int base_ok = chunks && base && check(&rp, "base", dcr_apply(r, base, NULL, &aopt, &d), &d);

@@ -26,9 +26,11 @@ typedef struct {
 } job;
 
 typedef struct {
-  uint8_t *base, *out, *scratch;
-  size_t bytes, scratch_capacity;
-  const uint8_t *result; /* base or out */
+  dcr__view base;
+  uint8_t *base_buffer, *out, *scratch; /* base_buffer: zeros, or a base not mapped */
+  uint8_t *base_pieces, *out_pieces;    /* piece digests (§7) */
+  size_t bytes, pieces, scratch_capacity;
+  const uint8_t *result, *result_pieces; /* base or out */
   dcr__chunk_decoder dec;
   int rc;
   dcr_detail detail;
@@ -43,10 +45,11 @@ typedef struct {
   uint64_t *base_offset; /* entry -> file offset of its base tensor */
   job *jobs;
   size_t job_count;
-  const job *batch;
   slot *slots;
-  size_t slot_count, buffer_size;
+  size_t slot_count;
   XXH3_state_t base_hash, target_hash;
+  uint32_t current; /* the entry being hashed */
+  uint64_t done;    /* bytes taken, for progress */
 } applier;
 
 static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
@@ -135,8 +138,7 @@ static int build_jobs(applier *a, dcr_detail *d) {
 
 /* §10 step 3 for one chunk. */
 static int apply_record(applier *a, slot *s, const dcr__chunk *c, unsigned esize) {
-  uint64_t h = XXH3_64bits(s->base, s->bytes);
-  s->result = s->base;
+  uint64_t h = dcr__pieces_check(s->base_pieces, s->pieces);
   if (h == c->target_check) return DCR_OK; /* already applied */
   if (!DCR__CHECKSUM_OK(h == c->base_check))
     return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
@@ -146,39 +148,45 @@ static int apply_record(applier *a, slot *s, const dcr__chunk *c, unsigned esize
                            (size_t)c->payload_length, &s->scratch, &s->scratch_capacity, &payload,
                            &s->detail);
   if (rc) return rc;
-  memcpy(s->out, s->base, s->bytes);
+  memcpy(s->out, s->base.data, s->bytes);
   rc = dcr__decode_chunk(&s->dec, c, payload + DCR__RECORD_SIZE,
                          (size_t)c->payload_length - DCR__RECORD_SIZE, esize, s->bytes / esize,
                          s->out, &s->detail);
   if (rc) return rc;
-  if (!DCR__CHECKSUM_OK(XXH3_64bits(s->out, s->bytes) == c->target_check))
+  dcr__pieces(s->out, s->bytes, s->out_pieces);
+  if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
     return dcr__fail(&s->detail, DCR_E_TARGET_MISMATCH, "applied chunk does not match the "
                      "bundle's target checksum");
   s->result = s->out;
+  s->result_pieces = s->out_pieces;
   return DCR_OK;
 }
 
 static void apply_job(void *ctx, size_t j, unsigned worker) {
   (void)worker;
   applier *a = ctx;
-  const job *jb = &a->batch[j];
-  slot *s = &a->slots[j];
+  const job *jb = &a->jobs[j];
+  slot *s = &a->slots[j % a->slot_count];
   const dcr__manifest *m = &a->r->man;
   dcr__detail_init(&s->detail);
   s->rc = DCR_OK;
-  s->bytes = 0;
+  s->bytes = s->pieces = 0;
   if (jb->chunk == NO_CHUNK) return;
   const dcr__entry *e = &m->entries[jb->entry];
   uint64_t at = (uint64_t)jb->chunk * m->chunk_size;
   s->bytes = dcr__chunk_bytes(m, e, jb->chunk);
   int rc = DCR_OK;
   if (dcr__entry_delta_coded(e)) {
-    rc = dcr__pread_full(a->base_fd, s->base, s->bytes, a->base_offset[jb->entry] + at, &s->detail);
+    rc = dcr__view_open(&s->base, a->base_fd, a->base_offset[jb->entry] + at, s->bytes,
+                        s->base_buffer, &s->detail);
     if (rc) dcr__detail_file(&s->detail, a->base_path);
   } else {
-    memset(s->base, 0, s->bytes);
+    memset(s->base_buffer, 0, s->bytes);
+    s->base = (dcr__view){.data = s->base_buffer};
   }
-  s->result = s->base;
+  s->result = s->base.data;
+  s->result_pieces = s->base_pieces;
+  if (!rc) s->pieces = dcr__pieces(s->base.data, s->bytes, s->base_pieces);
   if (!rc && jb->record != NO_RECORD)
     rc = apply_record(a, s, &a->r->chunks[jb->record], dcr_dtype_size(e->target.dtype));
   /* Workers write their own chunks: the copy into the page cache is most of an
@@ -211,42 +219,44 @@ static int end_entry(applier *a, uint32_t i, dcr_detail *d) {
   return DCR_OK;
 }
 
+/* Takes job j (dcr__take_fn): the tensor hashes, which must see bytes in order. */
+static int take_job(void *ctx, size_t j, dcr_detail *d) {
+  applier *a = ctx;
+  const job *jb = &a->jobs[j];
+  slot *s = &a->slots[j % a->slot_count];
+  int rc = s->rc;
+  if (rc) *d = s->detail;
+  if (!rc && jb->entry != a->current) {
+    if (a->current != UINT32_MAX) rc = end_entry(a, a->current, d);
+    a->current = jb->entry;
+    XXH3_128bits_reset(&a->base_hash);
+    XXH3_128bits_reset(&a->target_hash);
+  }
+  if (!rc) {
+    if (dcr__entry_delta_coded(&a->r->man.entries[jb->entry]))
+      XXH3_128bits_update(&a->base_hash, s->base_pieces, 16 * s->pieces);
+    XXH3_128bits_update(&a->target_hash, s->result_pieces, 16 * s->pieces);
+  }
+  a->done += s->bytes;
+  dcr__view_close(&s->base);
+  if (!rc && a->opt->progress)
+    a->opt->progress(a->opt->progress_opaque, a->done, a->r->man.data_length);
+  return rc;
+}
+
 static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
   const dcr__manifest *m = &a->r->man;
-  uint32_t current = UINT32_MAX;
-  uint64_t done = 0;
-  int rc = DCR_OK;
-  for (size_t first = 0; first < a->job_count; first += a->slot_count) {
-    if (a->opt->cancel && *a->opt->cancel) return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
-    size_t n = a->job_count - first < a->slot_count ? a->job_count - first : a->slot_count;
-    a->batch = a->jobs + first;
-    dcr__pool_run(pool, n, apply_job, a);
-    for (size_t j = 0; j < n; j++) {
-      const job *jb = &a->batch[j];
-      const slot *s = &a->slots[j];
-      if (s->rc) return *d = s->detail, s->rc;
-      if (jb->entry != current) {
-        if (current != UINT32_MAX && (rc = end_entry(a, current, d))) return rc;
-        current = jb->entry;
-        XXH3_128bits_reset(&a->base_hash);
-        XXH3_128bits_reset(&a->target_hash);
-      }
-      if (dcr__entry_delta_coded(&m->entries[jb->entry]))
-        XXH3_128bits_update(&a->base_hash, s->base, s->bytes);
-      XXH3_128bits_update(&a->target_hash, s->result, s->bytes);
-      done += s->bytes;
-    }
-    if (a->opt->progress) a->opt->progress(a->opt->progress_opaque, done, m->data_length);
-  }
-  if (current != UINT32_MAX && (rc = end_entry(a, current, d))) return rc;
+  a->current = UINT32_MAX;
+  int rc = dcr__pool_stream(pool, a->job_count, apply_job, take_job, a, a->opt->cancel, d);
+  if (rc) return rc;
+  if (a->current != UINT32_MAX && (rc = end_entry(a, a->current, d))) return rc;
   /* Base tensors that were not read above (removed or recoded) are hashed too:
    * the base state id covers them. */
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
     if (!(e->presence & DCR__HAS_BASE) || dcr__entry_delta_coded(e)) continue;
     uint8_t h[16];
-    rc = dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, a->slots[0].base,
-                         a->buffer_size, h, d);
+    rc = dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, h, d);
     if (!rc && !DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's"));
@@ -255,16 +265,18 @@ static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
   return DCR_OK;
 }
 
-static int make_slots(applier *a, unsigned threads, dcr_detail *d) {
-  size_t cs = a->buffer_size = dcr__max_chunk_bytes(&a->r->man);
-  a->slot_count = threads;
-  a->slots = calloc(threads, sizeof *a->slots);
+static int make_slots(applier *a, size_t count, dcr_detail *d) {
+  size_t cs = dcr__max_chunk_bytes(&a->r->man);
+  a->slot_count = count;
+  a->slots = calloc(count, sizeof *a->slots);
   if (!a->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
   for (size_t i = 0; i < a->slot_count; i++) {
     slot *s = &a->slots[i];
-    s->base = malloc(cs);
+    s->base_buffer = malloc(cs);
     s->out = malloc(cs);
-    if (!s->base || !s->out || dcr__chunk_decoder_init(&s->dec, cs))
+    s->base_pieces = malloc(16 * DCR__PIECES(cs));
+    s->out_pieces = malloc(16 * DCR__PIECES(cs));
+    if (!s->base_buffer || !s->out || !s->base_pieces || !s->out_pieces || dcr__chunk_decoder_init(&s->dec, cs))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
   }
   return DCR_OK;
@@ -272,8 +284,11 @@ static int make_slots(applier *a, unsigned threads, dcr_detail *d) {
 
 static void applier_free(applier *a) {
   for (size_t i = 0; a->slots && i < a->slot_count; i++) {
-    free(a->slots[i].base);
+    dcr__view_close(&a->slots[i].base);
+    free(a->slots[i].base_buffer);
     free(a->slots[i].out);
+    free(a->slots[i].base_pieces);
+    free(a->slots[i].out_pieces);
     free(a->slots[i].scratch);
     dcr__chunk_decoder_free(&a->slots[i].dec);
   }
@@ -324,7 +339,7 @@ int dcr_apply(dcr_reader *r, const char *base_path, const char *out_path,
   if (!rc && (rc = check_base(&a, d))) dcr__detail_file(d, base_path);
   if (!rc) rc = build_jobs(&a, d);
   if (!rc && dcr__pool_create(&pool, opt->threads)) rc = dcr__fail(d, DCR_E_NOMEM, "no threads");
-  if (!rc) rc = make_slots(&a, dcr__pool_threads(pool), d);
+  if (!rc) rc = make_slots(&a, dcr__pool_window(pool), d);
   if (!rc && out_path && (rc = open_temp(out_path, tmp, sizeof tmp, &a.out_fd, d)))
     dcr__detail_file(d, out_path);
   if (!rc && a.out_fd >= 0)
@@ -351,11 +366,8 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
   dcr__detail_init(d);
   const dcr__manifest *m = &r->man;
   dcr__checkpoint ck = {0};
-  size_t size = dcr__max_chunk_bytes(m);
-  uint8_t *buf = malloc(size);
   int fd = open(path, O_RDONLY | O_CLOEXEC), rc = DCR_OK;
-  if (!buf) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-  else if (fd < 0) rc = dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+  if (fd < 0) rc = dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
   if (!rc) rc = dcr__checkpoint_read(fd, m->kind, &r->lim, &ck, d);
   if (!rc && (ck.prefix_length != m->prefix_length ||
               (m->prefix_length && memcmp(ck.prefix, m->prefix, (size_t)m->prefix_length)) ||
@@ -368,8 +380,7 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
     /* equal prefixes make the tensor lists equal, in the same name order */
     const dcr__tensor *t = &ck.tensors[j++];
     uint8_t h[16];
-    rc = dcr__hash_range(fd, ck.prefix_length + t->desc.offset, t->desc.byte_length, buf, size,
-                         h, d);
+    rc = dcr__hash_range(fd, ck.prefix_length + t->desc.offset, t->desc.byte_length, h, d);
     if (!rc && memcmp(h, e->target.hash, 16))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_TARGET_MISMATCH, "tensor's hash differs from the target's"));
@@ -377,6 +388,5 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
   if (rc) dcr__detail_file(d, path);
   dcr__checkpoint_free(&ck);
   if (fd >= 0) close(fd);
-  free(buf);
   return rc;
 }

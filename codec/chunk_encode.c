@@ -22,6 +22,10 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
   ce->trial_capacity = ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size, chunk_size)) +
                        8 * ZSTD_compressBound(chunk_size);
   ce->pos = malloc(chunk_size * sizeof *ce->pos);
+  ce->base_pieces = malloc(16 * DCR__PIECES(chunk_size));
+  ce->target_pieces = malloc(16 * DCR__PIECES(chunk_size));
+  ce->old = malloc(chunk_size);
+  ce->new = malloc(chunk_size);
   ce->values = malloc(chunk_size);
   ce->planes = malloc(chunk_size);
   ce->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size, chunk_size));
@@ -33,7 +37,7 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
      * short repeats cost more as matches than as Huffman-coded literals. */
     ZSTD_CCtx_setParameter(ce->cctx, ZSTD_c_minMatch, 7);
   }
-  if (!ce->pos || !ce->values || !ce->planes || !ce->pos_stream || !ce->trial || !ce->best ||
+  if (!ce->pos || !ce->base_pieces || !ce->target_pieces || !ce->old || !ce->new || !ce->values || !ce->planes || !ce->pos_stream || !ce->trial || !ce->best ||
       (level > 0 && !ce->cctx)) {
     dcr__chunk_encoder_free(ce);
     return DCR_E_NOMEM;
@@ -44,6 +48,10 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
 void dcr__chunk_encoder_free(dcr__chunk_encoder *ce) {
   ZSTD_freeCCtx(ce->cctx);
   free(ce->pos);
+  free(ce->base_pieces);
+  free(ce->target_pieces);
+  free(ce->old);
+  free(ce->new);
   free(ce->values);
   free(ce->planes);
   free(ce->pos_stream);
@@ -91,11 +99,41 @@ static int consider(dcr__chunk_encoder *ce, uint8_t encoding, const streams *s,
   return DCR_OK;
 }
 
+/* Hashes, compares and gathers the changed elements in blocks that stay in L1, so
+ * that each input byte comes from memory once for the piece digests, the change
+ * detection and the sparse encodings together. */
+#define SCAN_BLOCK (8 * DCR__PIECE)
+
+static size_t scan(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t *target,
+                   size_t bytes, unsigned esize, dcr__encoded *out) {
+  size_t count = 0, pieces = 0;
+  for (size_t at = 0; at < bytes; at += SCAN_BLOCK) {
+    size_t len = bytes - at < SCAN_BLOCK ? bytes - at : SCAN_BLOCK;
+    dcr__pieces(base + at, len, ce->base_pieces + 16 * pieces);
+    pieces += dcr__pieces(target + at, len, ce->target_pieces + 16 * pieces);
+    size_t first = at / esize, k = dcr__detect(base + at, target + at, len / esize, esize,
+                                               ce->pos + count);
+    for (size_t i = count; i < count + k; i++) {
+      size_t in = (size_t)ce->pos[i] * esize;
+      memcpy(ce->old + i * esize, base + at + in, esize);
+      memcpy(ce->new + i * esize, target + at + in, esize);
+      ce->pos[i] += (uint32_t)first;
+    }
+    count += k;
+  }
+  out->base_pieces = ce->base_pieces;
+  out->target_pieces = ce->target_pieces;
+  out->pieces = pieces;
+  out->base_check = dcr__pieces_check(ce->base_pieces, pieces);
+  out->target_check = dcr__pieces_check(ce->target_pieces, pieces);
+  return count;
+}
+
 int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t *target,
                       size_t bytes, unsigned esize, dcr__encoded *out) {
   size_t n = bytes / esize;
-  size_t count = dcr__detect(base, target, n, esize, ce->pos);
   memset(out, 0, sizeof *out);
+  size_t count = scan(ce, base, target, bytes, esize, out);
   out->count = (uint32_t)count;
   if (!count) return DCR_OK;
   out->length = SIZE_MAX;
@@ -108,20 +146,14 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
     int is_sparse = dcr__enc_sparse(enc), op = dcr__enc_op(enc);
     if (is_sparse ? !sparse : !dense) continue;
     size_t k = is_sparse ? count : n;
+    const uint8_t *b = is_sparse ? ce->old : base, *t = is_sparse ? ce->new : target;
     const uint8_t *elems = ce->values;
     if (op == DCR__OP_DELTA) {
-      dcr__delta_make(ce->values, base, target, is_sparse ? ce->pos : NULL, k, esize);
-    } else if (is_sparse) {
-      for (size_t i = 0; i < count; i++)
-        for (unsigned b = 0; b < esize; b++) {
-          size_t at = (size_t)ce->pos[i] * esize + b;
-          ce->values[i * esize + b] =
-              (uint8_t)(op == DCR__OP_XOR ? base[at] ^ target[at] : target[at]);
-        }
+      dcr__delta_make(ce->values, b, t, k, esize);
     } else if (op == DCR__OP_XOR) {
-      for (size_t i = 0; i < bytes; i++) ce->values[i] = base[i] ^ target[i];
+      for (size_t i = 0; i < k * esize; i++) ce->values[i] = b[i] ^ t[i];
     } else {
-      elems = target;
+      elems = t;
     }
     dcr__planes_split(ce->planes, elems, k, esize);
     s.count = 0;

@@ -29,9 +29,9 @@ DCR_HIDDEN void dcr__planes_join(uint8_t *elems, const uint8_t *planes, size_t c
 DCR_HIDDEN size_t dcr__planes_nonzero(const uint8_t *planes, size_t count, unsigned esize);
 
 /* ---- delta.c: ULP deltas (§9.1) */
-/* out[i] = zigzag(key(target[p]) - key(base[p])) for p = pos[i] (pos NULL: p = i). */
+/* out[i] = zigzag(key(target[i]) - key(base[i])) for count elements. */
 DCR_HIDDEN void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t *target,
-                                const uint32_t *pos, size_t count, unsigned esize);
+                                size_t count, unsigned esize);
 /* One element: elem = key^-1(key(elem) + unzigzag(z)). */
 DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize);
 
@@ -61,15 +61,20 @@ typedef struct {
   ZSTD_CCtx *cctx;
   int level;
   uint32_t *pos;               /* n positions */
+  uint8_t *old, *new;          /* the changed elements, packed: n·esize each */
   uint8_t *values, *planes;    /* n·esize each */
   uint8_t *pos_stream;         /* a position stream */
   uint8_t *trial, *best;       /* candidate encoded data */
   size_t trial_capacity;
+  uint8_t *base_pieces, *target_pieces;
 } dcr__chunk_encoder;
 
 typedef struct {
   uint8_t encoding, compression;
   uint32_t count;        /* 0: unchanged, nothing to carry */
+  uint64_t base_check, target_check; /* §8.2 */
+  const uint8_t *base_pieces, *target_pieces; /* piece digests, valid until the next call */
+  size_t pieces;
   const uint8_t *data;   /* encoded data, valid until the next call */
   size_t length;
 } dcr__encoded;
@@ -96,20 +101,34 @@ DCR_HIDDEN int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c,
                                  const uint8_t *data, size_t length, unsigned esize, size_t n,
                                  uint8_t *chunk, dcr_detail *d);
 
-/* ---- hash.c: tensor hashes (§7) */
+/* ---- hash.c: tensor hashes and chunk checks over piece digests (§7, §8.2) */
+#define DCR__PIECE 4096u
+#define DCR__PIECES(bytes) (((size_t)(bytes) + DCR__PIECE - 1) / DCR__PIECE)
+/* Writes the 16-byte digests of the pieces of p[0..bytes) to out (room for
+ * DCR__PIECES(bytes) of them) and returns how many there are. */
+DCR_HIDDEN size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out);
+/* A chunk's base or target check from its piece digests. */
+DCR_HIDDEN uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count);
 DCR_HIDDEN void dcr__digest128(XXH3_state_t *st, uint8_t out[16]);
-/* XXH3-128 of `length` bytes of fd from `start`, read through buf of `size` bytes. */
-DCR_HIDDEN int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t *buf,
-                               size_t size, uint8_t out[16], dcr_detail *d);
+/* The tensor hash of `length` bytes of fd from `start`. */
+DCR_HIDDEN int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16],
+                               dcr_detail *d);
 
-/* ---- pool.c: a fixed set of worker threads that run a batch of jobs */
+/* ---- pool.c: worker threads that run a stream of jobs ahead of the caller */
 typedef struct dcr__pool dcr__pool;
 typedef void (*dcr__job_fn)(void *ctx, size_t job, unsigned worker);
 DCR_HIDDEN int dcr__pool_create(dcr__pool **pool, unsigned threads);
-/* Runs fn(ctx, j, worker) for every j < jobs across the threads (the caller's
- * included) and returns when all are done. */
-DCR_HIDDEN void dcr__pool_run(dcr__pool *pool, size_t jobs, dcr__job_fn fn, void *ctx);
-DCR_HIDDEN unsigned dcr__pool_threads(const dcr__pool *pool);
+/* Jobs run at most this many ahead of the one being taken: job j owns slot
+ * j % window until it has been taken. */
+DCR_HIDDEN size_t dcr__pool_window(const dcr__pool *pool);
+/* Takes job j's result on the calling thread; non-zero stops the stream. */
+typedef int (*dcr__take_fn)(void *ctx, size_t job, dcr_detail *d);
+/* Runs fn(ctx, j, worker) for every j < jobs on the workers and take(ctx, j, d)
+ * on the caller, in job order, each after its job and before job j + window
+ * starts. Returns the first non-zero take, or DCR_E_INTERRUPTED once *cancel
+ * (optional) is set; no job runs on after it returns. */
+DCR_HIDDEN int dcr__pool_stream(dcr__pool *pool, size_t jobs, dcr__job_fn fn, dcr__take_fn take,
+                                void *ctx, const volatile int *cancel, dcr_detail *d);
 DCR_HIDDEN void dcr__pool_free(dcr__pool *pool);
 DCR_HIDDEN unsigned dcr__default_threads(void);
 

@@ -16,16 +16,15 @@
 
 #define MAKE(T)                                                        \
   for (size_t i = 0; i < count; i++) {                                 \
-    size_t at = pos ? pos[i] : i;                                      \
     T b, t, z;                                                         \
-    memcpy(&b, base + at * sizeof(T), sizeof(T));                      \
-    memcpy(&t, target + at * sizeof(T), sizeof(T));                    \
+    memcpy(&b, base + i * sizeof(T), sizeof(T));                       \
+    memcpy(&t, target + i * sizeof(T), sizeof(T));                     \
     z = ZIGZAG(T, (T)(KEY(T, t) - KEY(T, b)));                         \
     memcpy(out + i * sizeof(T), &z, sizeof(T));                        \
   }
 
-void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t *target,
-                     const uint32_t *pos, size_t count, unsigned esize) {
+void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t *target, size_t count,
+                     unsigned esize) {
   switch (esize) {
     case 1: MAKE(uint8_t) break;
     case 2: MAKE(uint16_t) break;

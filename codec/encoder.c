@@ -21,11 +21,11 @@ typedef struct {
 } job;
 
 typedef struct {
-  uint8_t *base, *target;
+  uint8_t *base_buffer, *target_buffer; /* for files that cannot be mapped */
+  dcr__view base, target;
   size_t bytes;
   dcr__chunk_encoder enc;
   dcr__encoded out;
-  uint64_t base_check, target_check;
   int rc;
   dcr_detail detail;
 } slot;
@@ -40,12 +40,12 @@ typedef struct {
   size_t job_count;
   slot *slots;
   size_t slot_count;
-  uint8_t *spare; /* chunk buffer for hashing base tensors that are not delta-coded */
   size_t buffer_size; /* the largest target chunk */
-  const job *batch;
   dcr__chunk *index;
   uint64_t index_count, index_capacity;
   XXH3_state_t base_hash, target_hash;
+  uint32_t current; /* the entry being hashed */
+  uint64_t done;    /* bytes taken, for progress */
   dcr__writer w;
   dcr_encode_stats stats;
 } encoder;
@@ -54,11 +54,16 @@ static uint64_t tensor_start(const encoder *e, int side, const dcr__desc *t) {
   return e->ck[side].prefix_length + t->offset;
 }
 
+static void close_views(slot *s) {
+  dcr__view_close(&s->base);
+  dcr__view_close(&s->target);
+}
+
 static void encode_job(void *ctx, size_t j, unsigned worker) {
   (void)worker;
   encoder *e = ctx;
-  const job *jb = &e->batch[j];
-  slot *s = &e->slots[j];
+  const job *jb = &e->jobs[j];
+  slot *s = &e->slots[j % e->slot_count];
   s->rc = DCR_OK;
   s->bytes = 0;
   dcr__detail_init(&s->detail);
@@ -66,21 +71,20 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
   const dcr__entry *en = &e->man.entries[jb->entry];
   uint64_t at = (uint64_t)jb->chunk * e->man.chunk_size;
   s->bytes = dcr__chunk_bytes(&e->man, en, jb->chunk);
-  int rc = dcr__pread_full(e->fd[1], s->target, s->bytes,
-                           tensor_start(e, 1, &en->target) + at, &s->detail);
+  int rc = dcr__view_open(&s->target, e->fd[1], tensor_start(e, 1, &en->target) + at, s->bytes,
+                          s->target_buffer, &s->detail);
   if (!rc && dcr__entry_delta_coded(en)) {
-    rc = dcr__pread_full(e->fd[0], s->base, s->bytes, tensor_start(e, 0, &en->base) + at,
-                         &s->detail);
+    rc = dcr__view_open(&s->base, e->fd[0], tensor_start(e, 0, &en->base) + at, s->bytes,
+                        s->base_buffer, &s->detail);
     if (rc) dcr__detail_file(&s->detail, e->path[0]);
   } else if (!rc) {
-    memset(s->base, 0, s->bytes);
+    memset(s->base_buffer, 0, s->bytes);
+    s->base = (dcr__view){.data = s->base_buffer};
   } else {
     dcr__detail_file(&s->detail, e->path[1]);
   }
   if (!rc) {
-    s->base_check = XXH3_64bits(s->base, s->bytes);
-    s->target_check = XXH3_64bits(s->target, s->bytes);
-    rc = dcr__encode_chunk(&s->enc, s->base, s->target, s->bytes,
+    rc = dcr__encode_chunk(&s->enc, s->base.data, s->target.data, s->bytes,
                            dcr_dtype_size(en->target.dtype), &s->out);
     if (rc) dcr__fail(&s->detail, rc, "cannot encode chunk");
   }
@@ -152,7 +156,7 @@ static int begin_entry(encoder *e, uint32_t i, dcr_detail *d) {
   XXH3_128bits_reset(&e->target_hash);
   if ((en->presence & DCR__HAS_BASE) && !dcr__entry_delta_coded(en)) {
     int rc = dcr__hash_range(e->fd[0], tensor_start(e, 0, &en->base), en->base.byte_length,
-                             e->spare, e->buffer_size, en->base.hash, d);
+                             en->base.hash, d);
     if (rc) return dcr__detail_file(d, e->path[0]), rc;
   }
   return DCR_OK;
@@ -175,7 +179,7 @@ static int emit_chunk(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
   dcr__chunk *c = &e->index[e->index_count++];
   *c = (dcr__chunk){.tensor = jb->entry, .chunk = jb->chunk, .encoding = s->out.encoding,
                     .compression = s->out.compression, .count = s->out.count,
-                    .base_check = s->base_check, .target_check = s->target_check,
+                    .base_check = s->out.base_check, .target_check = s->out.target_check,
                     .payload_length = DCR__RECORD_SIZE + s->out.length};
   uint8_t rec[DCR__RECORD_SIZE];
   dcr__chunk_record_write(rec, c);
@@ -185,41 +189,43 @@ static int emit_chunk(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
                              &c->offset, d);
 }
 
-static int run_jobs(encoder *e, dcr__pool *pool, dcr_detail *d) {
-  uint32_t current = UINT32_MAX;
-  uint64_t done = 0, total = e->man.data_length;
-  for (size_t first = 0; first < e->job_count; first += e->slot_count) {
-    if (e->opt->cancel && *e->opt->cancel) return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
-    size_t n = e->job_count - first < e->slot_count ? e->job_count - first : e->slot_count;
-    e->batch = e->jobs + first;
-    dcr__pool_run(pool, n, encode_job, e);
-    for (size_t j = 0; j < n; j++) {
-      const job *jb = &e->batch[j];
-      const slot *s = &e->slots[j];
-      int rc;
-      if (jb->entry != current) {
-        if (current != UINT32_MAX) end_entry(e, current);
-        if ((rc = begin_entry(e, current = jb->entry, d))) return rc;
-      }
-      if (s->rc) {
-        *d = s->detail;
-        return s->rc;
-      }
-      if (jb->chunk == NO_CHUNK) continue;
-      const dcr__entry *en = &e->man.entries[jb->entry];
-      if (dcr__entry_delta_coded(en)) XXH3_128bits_update(&e->base_hash, s->base, s->bytes);
-      XXH3_128bits_update(&e->target_hash, s->target, s->bytes);
-      unsigned esize = dcr_dtype_size(en->target.dtype);
-      e->stats.chunks++;
-      e->stats.elements += s->bytes / esize;
-      e->stats.changed_elements += s->out.count;
-      if (s->out.count && (rc = emit_chunk(e, jb, s, d))) return rc;
-      done += s->bytes;
-    }
-    if (e->opt->progress) e->opt->progress(e->opt->progress_opaque, done, total);
+static int take_slot(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
+  int rc;
+  if (jb->entry != e->current) {
+    if (e->current != UINT32_MAX) end_entry(e, e->current);
+    if ((rc = begin_entry(e, e->current = jb->entry, d))) return rc;
   }
-  if (current != UINT32_MAX) end_entry(e, current);
-  return DCR_OK;
+  if (s->rc) return *d = s->detail, s->rc;
+  if (jb->chunk == NO_CHUNK) return DCR_OK;
+  const dcr__entry *en = &e->man.entries[jb->entry];
+  size_t pieces = 16 * s->out.pieces;
+  if (dcr__entry_delta_coded(en)) XXH3_128bits_update(&e->base_hash, s->out.base_pieces, pieces);
+  XXH3_128bits_update(&e->target_hash, s->out.target_pieces, pieces);
+  e->stats.chunks++;
+  e->stats.elements += s->bytes / dcr_dtype_size(en->target.dtype);
+  e->stats.changed_elements += s->out.count;
+  return s->out.count ? emit_chunk(e, jb, s, d) : DCR_OK;
+}
+
+/* Takes job j (dcr__take_fn): tensor hashes (which must see bytes in order),
+ * stats and the chunk's section. */
+static int take_job(void *ctx, size_t j, dcr_detail *d) {
+  encoder *e = ctx;
+  const job *jb = &e->jobs[j];
+  slot *s = &e->slots[j % e->slot_count];
+  int rc = take_slot(e, jb, s, d);
+  e->done += s->bytes;
+  close_views(s);
+  if (!rc && e->opt->progress) e->opt->progress(e->opt->progress_opaque, e->done,
+                                                e->man.data_length);
+  return rc;
+}
+
+static int run_jobs(encoder *e, dcr__pool *pool, dcr_detail *d) {
+  e->current = UINT32_MAX;
+  int rc = dcr__pool_stream(pool, e->job_count, encode_job, take_job, e, e->opt->cancel, d);
+  if (!rc && e->current != UINT32_MAX) end_entry(e, e->current);
+  return rc;
 }
 
 static int write_tail(encoder *e, dcr_detail *d) {
@@ -285,17 +291,16 @@ static int open_inputs(encoder *e, dcr_detail *d) {
   return DCR_OK;
 }
 
-static int make_slots(encoder *e, unsigned threads, dcr_detail *d) {
-  e->slot_count = threads;
+static int make_slots(encoder *e, size_t count, dcr_detail *d) {
+  e->slot_count = count;
   e->buffer_size = dcr__max_chunk_bytes(&e->man);
-  e->slots = calloc(threads, sizeof *e->slots);
-  e->spare = malloc(e->buffer_size);
-  if (!e->slots || !e->spare) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
+  e->slots = calloc(count, sizeof *e->slots);
+  if (!e->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
   for (size_t i = 0; i < e->slot_count; i++) {
     slot *s = &e->slots[i];
-    s->base = malloc(e->buffer_size);
-    s->target = malloc(e->buffer_size);
-    if (!s->base || !s->target ||
+    s->base_buffer = malloc(e->buffer_size);
+    s->target_buffer = malloc(e->buffer_size);
+    if (!s->base_buffer || !s->target_buffer ||
         dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
   }
@@ -304,12 +309,12 @@ static int make_slots(encoder *e, unsigned threads, dcr_detail *d) {
 
 static void encoder_free(encoder *e) {
   for (size_t i = 0; e->slots && i < e->slot_count; i++) {
-    free(e->slots[i].base);
-    free(e->slots[i].target);
+    close_views(&e->slots[i]);
+    free(e->slots[i].base_buffer);
+    free(e->slots[i].target_buffer);
     dcr__chunk_encoder_free(&e->slots[i].enc);
   }
   free(e->slots);
-  free(e->spare);
   for (int i = 0; i < 2; i++) {
     if (e->fd[i] >= 0) close(e->fd[i]);
     dcr__checkpoint_free(&e->ck[i]);
@@ -343,7 +348,7 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   if (!rc) rc = build_jobs(&e, d);
   if (!rc && dcr__pool_create(&pool, opt->threads))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot start threads");
-  if (!rc) rc = make_slots(&e, dcr__pool_threads(pool), d);
+  if (!rc) rc = make_slots(&e, dcr__pool_window(pool), d);
   if (!rc) rc = write_head(&e, d);
   if (!rc) rc = run_jobs(&e, pool, d);
   if (!rc) rc = write_tail(&e, d);

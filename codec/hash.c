@@ -1,8 +1,32 @@
 /*
- * hash.c - tensor hashes (SPEC.md §7): XXH3-128 stored in canonical big-endian
- * form, over bytes fed in order or read from a file.
+ * hash.c - tensor hashes and chunk checks (SPEC.md §7, §8.2), both built on the
+ * digests of 4096-byte pieces: each piece is hashed once, by whichever worker
+ * holds it while it is in cache, and the tensor hash then costs one small
+ * sequential pass over the digests instead of one over the tensor's bytes.
  */
+#include <stdlib.h>
+
 #include "codec.h"
+
+#define RANGE_BUFFER (1u << 20) /* a multiple of DCR__PIECE */
+
+/* Chunks start at multiples of the chunk size, so they hold whole pieces. */
+_Static_assert(DCR__MIN_CHUNK_SIZE % DCR__PIECE == 0, "chunks must hold whole pieces");
+
+size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out) {
+  size_t count = 0;
+  for (size_t at = 0; at < bytes; at += DCR__PIECE, count++) {
+    XXH128_canonical_t c;
+    size_t n = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(p + at, n));
+    memcpy(out + 16 * count, c.digest, 16);
+  }
+  return count;
+}
+
+uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count) {
+  return XXH3_64bits(pieces, 16 * count);
+}
 
 void dcr__digest128(XXH3_state_t *st, uint8_t out[16]) {
   XXH128_canonical_t c;
@@ -10,17 +34,20 @@ void dcr__digest128(XXH3_state_t *st, uint8_t out[16]) {
   memcpy(out, c.digest, 16);
 }
 
-int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t *buf, size_t size,
-                    uint8_t out[16], dcr_detail *d) {
+int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16], dcr_detail *d) {
+  uint8_t *buf = malloc(RANGE_BUFFER + RANGE_BUFFER / DCR__PIECE * 16);
+  if (!buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a read buffer");
+  uint8_t *pieces = buf + RANGE_BUFFER;
   XXH3_state_t st;
   XXH3_INITSTATE(&st);
   XXH3_128bits_reset(&st);
-  for (uint64_t at = 0; at < length; at += size) {
-    size_t n = length - at < size ? (size_t)(length - at) : size;
-    int rc = dcr__pread_full(fd, buf, n, start + at, d);
-    if (rc) return rc;
-    XXH3_128bits_update(&st, buf, n);
+  int rc = DCR_OK;
+  for (uint64_t at = 0; at < length && !rc; at += RANGE_BUFFER) {
+    size_t n = length - at < RANGE_BUFFER ? (size_t)(length - at) : RANGE_BUFFER;
+    rc = dcr__pread_full(fd, buf, n, start + at, d);
+    if (!rc) XXH3_128bits_update(&st, pieces, 16 * dcr__pieces(buf, n, pieces));
   }
-  dcr__digest128(&st, out);
-  return DCR_OK;
+  if (!rc) dcr__digest128(&st, out);
+  free(buf);
+  return rc;
 }

@@ -8,22 +8,36 @@
  */
 #include "codec.h"
 
-/* The Rice parameter with the fewest bits; the cost is convex in k, so the scan
- * stops at the first k that does not improve, which also makes ties go low. */
-static unsigned best_k(const uint32_t *pos, size_t count) {
-  uint64_t best = UINT64_MAX;
-  unsigned k = 0;
-  for (; k < 32; k++) {
-    uint64_t bits = (uint64_t)count * (k + 1);
-    uint32_t next = 0;
-    for (size_t i = 0; i < count; i++) {
-      bits += (pos[i] - next) >> k;
-      next = pos[i] + 1;
-    }
-    if (bits >= best) break;
-    best = bits;
+static uint64_t rice_bits(const uint32_t *pos, size_t count, unsigned k) {
+  uint64_t bits = (uint64_t)count * (k + 1);
+  uint32_t next = 0;
+  for (size_t i = 0; i < count; i++) {
+    bits += (pos[i] - next) >> k;
+    next = pos[i] + 1;
   }
-  return k - 1;
+  return bits;
+}
+
+/* The lowest Rice parameter with the fewest bits. The cost is convex in k, so a
+ * walk from the mean gap's logarithm (where geometric gaps put the optimum, give
+ * or take one) ends at the same k as a scan from 0, in two or three passes. */
+static unsigned best_k(const uint32_t *pos, size_t count) {
+  if (!count) return 0;
+  uint64_t mean = ((uint64_t)pos[count - 1] + 1) / count;
+  unsigned k = 0;
+  while (k < 31 && ((uint64_t)2 << k) <= mean) k++;
+  uint64_t here = rice_bits(pos, count, k);
+  while (k > 0) {
+    uint64_t lower = rice_bits(pos, count, k - 1);
+    if (lower > here) break;
+    k--, here = lower;
+  }
+  while (k < 31) {
+    uint64_t higher = rice_bits(pos, count, k + 1);
+    if (higher >= here) break;
+    k++, here = higher;
+  }
+  return k;
 }
 
 typedef struct {

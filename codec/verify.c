@@ -1,60 +1,120 @@
 /*
  * verify.c - dcr_reader_verify and dcr_reader_verify_all: decode every chunk
- * without a base and check every rule of SPEC.md §9 that needs none.
+ * without a base and check every rule of SPEC.md §9 that needs none. Chunks are
+ * decoded on worker threads; problems are reported in index order whatever the
+ * thread count.
  */
 #include <stdlib.h>
 
 #include "codec.h"
 
+typedef struct {
+  dcr__chunk_decoder dec;
+  uint8_t *buf;
+  size_t cap;
+  int rc;
+  dcr_detail detail;
+} slot;
+
+typedef struct {
+  dcr_reader *r;
+  slot *slots;
+  size_t slot_count;
+  dcr_problem_fn fn;
+  void *opaque;
+  int first; /* the first problem's code */
+} verifier;
+
 static size_t chunk_bytes(const dcr_reader *r, const dcr__chunk *c) {
   return dcr__chunk_bytes(&r->man, &r->man.entries[c->tensor], c->chunk);
 }
 
-int dcr_reader_verify_all(dcr_reader *r, dcr_problem_fn fn, void *opaque) {
-  dcr_detail d;
-  dcr__detail_init(&d);
-  /* Buffers for the largest chunk carried, not for chunk_size: a small bundle
-   * may declare chunks of up to 1 GiB. */
+static void verify_job(void *ctx, size_t i, unsigned worker) {
+  (void)worker;
+  verifier *v = ctx;
+  const dcr_reader *r = v->r;
+  slot *s = &v->slots[i % v->slot_count];
+  const dcr__chunk *c = &r->chunks[i];
+  const dcr__entry *e = &r->man.entries[c->tensor];
+  unsigned esize = dcr_dtype_size(e->target.dtype);
+  size_t bytes = chunk_bytes(r, c);
+  const uint8_t *p = NULL;
+  dcr__detail_init(&s->detail);
+  int rc = dcr__source_get(&r->src, c->offset + DCR__SECTION_HEADER_SIZE,
+                           (size_t)c->payload_length, &s->buf, &s->cap, &p, &s->detail);
+  if (!rc)
+    rc = dcr__decode_chunk(&s->dec, c, p + DCR__RECORD_SIZE,
+                           (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize,
+                           NULL, &s->detail);
+  if (rc) {
+    dcr__detail_at(&s->detail, "CHNK", c->offset);
+    dcr__detail_tensor(&s->detail, c->tensor, e->name, e->name_length);
+    dcr__detail_chunk(&s->detail, c->chunk);
+    dcr__detail_file(&s->detail, r->path);
+  }
+  s->rc = rc;
+}
+
+static void free_slots(verifier *v) {
+  for (size_t i = 0; v->slots && i < v->slot_count; i++) {
+    dcr__chunk_decoder_free(&v->slots[i].dec);
+    free(v->slots[i].buf);
+  }
+  free(v->slots);
+}
+
+/* Decoders for the largest chunk carried, not for chunk_size: a small bundle may
+ * declare chunks of up to 1 GiB. */
+static int make_slots(verifier *v, size_t count) {
   size_t largest = 1;
-  for (uint64_t i = 0; i < r->chunk_count; i++) {
-    size_t bytes = chunk_bytes(r, &r->chunks[i]);
+  for (uint64_t i = 0; i < v->r->chunk_count; i++) {
+    size_t bytes = chunk_bytes(v->r, &v->r->chunks[i]);
     if (bytes > largest) largest = bytes;
   }
-  dcr__chunk_decoder dec;
-  if (dcr__chunk_decoder_init(&dec, largest)) {
-    int rc = dcr__fail(&d, DCR_E_NOMEM, "cannot allocate a decoder");
+  v->slot_count = count;
+  v->slots = calloc(count, sizeof *v->slots);
+  if (!v->slots) return DCR_E_NOMEM;
+  for (size_t i = 0; i < count; i++)
+    if (dcr__chunk_decoder_init(&v->slots[i].dec, largest)) return DCR_E_NOMEM;
+  return DCR_OK;
+}
+
+/* Takes chunk i (dcr__take_fn): reports its problem, if any. A non-zero return
+ * stops the stream: the callback asked to, or an I/O or memory failure, which is
+ * not a property of this chunk. */
+static int take_chunk(void *ctx, size_t i, dcr_detail *d) {
+  (void)d;
+  verifier *v = ctx;
+  const slot *s = &v->slots[i % v->slot_count];
+  if (!s->rc) return DCR_OK;
+  if (!v->first) v->first = s->rc;
+  int stop = (v->fn && v->fn(v->opaque, &s->detail)) || s->rc == DCR_E_IO || s->rc == DCR_E_NOMEM;
+  return stop ? s->rc : DCR_OK;
+}
+
+void dcr_reader_set_threads(dcr_reader *r, unsigned threads) { r->threads = threads; }
+
+int dcr_reader_verify_all(dcr_reader *r, dcr_problem_fn fn, void *opaque) {
+  verifier v = {.r = r, .fn = fn, .opaque = opaque};
+  dcr__pool *pool = NULL;
+  /* no more threads than chunks: a small bundle starts none */
+  unsigned threads = r->threads ? r->threads : dcr__default_threads();
+  if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
+  if (dcr__pool_create(&pool, threads) || make_slots(&v, dcr__pool_window(pool))) {
+    dcr_detail d;
+    dcr__detail_init(&d);
+    int rc = dcr__fail(&d, DCR_E_NOMEM, "cannot allocate decoders");
     dcr__detail_file(&d, r->path);
     if (fn) fn(opaque, &d);
+    free_slots(&v);
+    dcr__pool_free(pool);
     return rc;
   }
-  uint8_t *buf = NULL;
-  size_t cap = 0;
-  int first = DCR_OK;
-  for (uint64_t i = 0; i < r->chunk_count; i++) {
-    const dcr__chunk *c = &r->chunks[i];
-    const dcr__entry *e = &r->man.entries[c->tensor];
-    unsigned esize = dcr_dtype_size(e->target.dtype);
-    size_t bytes = chunk_bytes(r, c);
-    const uint8_t *p = NULL;
-    dcr__detail_init(&d);
-    int rc = dcr__source_get(&r->src, c->offset + DCR__SECTION_HEADER_SIZE,
-                             (size_t)c->payload_length, &buf, &cap, &p, &d);
-    if (!rc)
-      rc = dcr__decode_chunk(&dec, c, p + DCR__RECORD_SIZE,
-                             (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize,
-                             NULL, &d);
-    if (!rc) continue;
-    dcr__detail_at(&d, "CHNK", c->offset);
-    dcr__detail_tensor(&d, c->tensor, e->name, e->name_length);
-    dcr__detail_chunk(&d, c->chunk);
-    dcr__detail_file(&d, r->path);
-    if (!first) first = rc;
-    /* An I/O or memory failure is not a property of this chunk: stop there. */
-    if ((fn && fn(opaque, &d)) || rc == DCR_E_IO || rc == DCR_E_NOMEM) break;
-  }
-  free(buf);
-  dcr__chunk_decoder_free(&dec);
-  return first;
+  dcr_detail scratch;
+  dcr__pool_stream(pool, (size_t)r->chunk_count, verify_job, take_chunk, &v, NULL, &scratch);
+  free_slots(&v);
+  dcr__pool_free(pool);
+  return v.first;
 }
 
 /* The first problem only. */

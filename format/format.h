@@ -173,6 +173,7 @@ struct dcr_reader {
   dcr__section *sections;     /* every section in file order */
   uint64_t section_count;
   dcr__metadata meta;
+  unsigned threads; /* for verify: 0 = all online cores */
 };
 
 #endif

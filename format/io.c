@@ -1,7 +1,10 @@
 /*
- * io.c - whole reads and writes: retry on EINTR and short counts, report errno.
+ * io.c - whole reads and writes (retry on EINTR and short counts, report errno)
+ * and read-only views of file ranges.
  */
 #include <errno.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -30,4 +33,33 @@ int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset, dc
     p += r, length -= (size_t)r, offset += (uint64_t)r;
   }
   return DCR_OK;
+}
+
+int dcr__view_open(dcr__view *v, int fd, uint64_t offset, size_t length, uint8_t *fallback,
+                   dcr_detail *d) {
+  static size_t page;
+  if (!page) page = (size_t)sysconf(_SC_PAGESIZE);
+  *v = (dcr__view){.data = fallback};
+  if (!length) return DCR_OK;
+  /* A file cut short under a mapping would end the process with SIGBUS: check
+   * that the range is still there (a reader that truncates it later still can). */
+  struct stat st;
+  if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < offset + length)
+    return dcr__fail(d, DCR_E_IO, "file ends early (offset %llu): it shrank while being read",
+                     (unsigned long long)st.st_size);
+  size_t skew = (size_t)(offset % page);
+  /* MAP_POPULATE maps the whole range in one call instead of a fault per 64 KiB:
+   * every byte is about to be read anyway. */
+  void *p = mmap(NULL, length + skew, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+                 (off_t)(offset - skew));
+  if (p == MAP_FAILED) return dcr__pread_full(fd, fallback, length, offset, d);
+  v->map = p;
+  v->map_length = length + skew;
+  v->data = (const uint8_t *)p + skew;
+  return DCR_OK;
+}
+
+void dcr__view_close(dcr__view *v) {
+  if (v->map) munmap(v->map, v->map_length);
+  *v = (dcr__view){0};
 }

@@ -229,7 +229,7 @@ typedef struct {
   const uint64_t *dims;
   uint64_t byte_length;
   uint64_t offset;  /* target only: offset in the data region */
-  uint8_t hash[16]; /* XXH3-128 of the tensor's bytes */
+  uint8_t hash[16]; /* tensor hash (SPEC.md §7) */
 } dcr_tensor_side;
 
 typedef struct {
@@ -268,6 +268,10 @@ DCR_API void dcr_reader_section(const dcr_reader *reader, uint64_t i, dcr_sectio
 
 /* i < info.meta_count. */
 DCR_API void dcr_reader_meta(const dcr_reader *reader, uint64_t i, dcr_meta *meta);
+
+/* Threads that dcr_reader_verify and dcr_reader_verify_all decode chunks on;
+ * 0 (the default) = all online cores. Results do not depend on it. */
+DCR_API void dcr_reader_set_threads(dcr_reader *reader, unsigned threads);
 
 /* Decodes every chunk without a base and checks every rule that needs no base
  * (SPEC.md §9): encodings, positions, decompressed sizes, counts. */

@@ -1325,6 +1325,18 @@ t_quiet() {
   [ ! -s "$W/e" ] || fail "apply -q wrote to stderr: $(err)"
 }
 tcase "-q: nothing on stderr on success" t_quiet
+t_validate_threads() {
+  local v="$HERE/../testvectors/v1/invalid/chunks-two-bad.dcr" n
+  for n in 1 2 5; do
+    dcr validate "$v" --json --threads "$n"
+    expect_rc 1 "validate --threads $n" || return
+    cp "$W/o" "$W/vt$n.json"
+  done
+  [ "$(grep -c '"code"' "$W/vt1.json")" = 2 ] || { fail "expected two errors: $(head -c 300 "$W/vt1.json")"; return; }
+  cmp -s "$W/vt1.json" "$W/vt2.json" && cmp -s "$W/vt1.json" "$W/vt5.json" ||
+    fail "validate --json differs between --threads 1, 2 and 5"
+}
+tcase "validate --threads 1/2/5: the same errors in the same order" t_validate_threads
 
 # ---------------------------------------------------------------------------
 

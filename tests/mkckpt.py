@@ -15,7 +15,8 @@ Modes:
   mkckpt.py info FILE [--hash]
       Parse FILE strictly as safetensors (SPEC.md 2.1) and print a JSON summary;
       with --hash, also the tensor hashes and the state id (SPEC.md 7), computed
-      with the external `xxh128sum` tool (XXH3-128, canonical hex).
+      with the external `xxh128sum` tool (XXH3-128 of each 4096-byte piece, then
+      of the pieces' digests; canonical hex).
   mkckpt.py diff BASE TARGET [--chunk-size N]
       Print, as JSON, what a bundle from BASE to TARGET must carry per tensor:
       status, changed_elements, changed_chunks (SPEC.md 6.2, 8.1), and totals.
@@ -61,6 +62,7 @@ import random
 import struct
 import subprocess
 import sys
+import tempfile
 
 DTYPES = {
     # name: (code, size, is_float)
@@ -509,12 +511,37 @@ def xxh128(data):
     return p.stdout.split()[0].decode()
 
 
+PIECE = 4096
+
+
+def xxh128_files(paths):
+    """XXH3-128 hex of each file, in order, with one xxh128sum run."""
+    hashes = []
+    for i in range(0, len(paths), 1000):
+        p = subprocess.run(["xxh128sum", "--"] + paths[i:i + 1000], stdout=subprocess.PIPE,
+                           check=True)
+        hashes += [line.split()[0].decode() for line in p.stdout.splitlines()]
+    return hashes
+
+
+def tensor_hash(data):
+    """SPEC.md 7: XXH3-128 of the digests of the 4096-byte pieces of data."""
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for i in range(0, len(data), PIECE):
+            paths.append(os.path.join(d, "%08d" % len(paths)))
+            with open(paths[-1], "wb") as f:
+                f.write(data[i:i + PIECE])
+        pieces = b"".join(bytes.fromhex(h) for h in xxh128_files(paths)) if paths else b""
+    return xxh128(pieces)
+
+
 def state_id(tensors):
-    """Sets t["hash"] (XXH3-128 hex) on each tensor of a parse() result's list
-    (sorted by name) and returns the state id (SPEC.md 7) as hex."""
+    """Sets t["hash"] (the tensor hash, hex) on each tensor of a parse() result's
+    list (sorted by name) and returns the state id (SPEC.md 7) as hex."""
     ser = bytearray()
     for t in tensors:
-        t["hash"] = xxh128(t["data"])
+        t["hash"] = tensor_hash(t["data"])
         nb = t["name"].encode("utf-8")
         ser += struct.pack("<H", len(nb)) + nb
         ser += struct.pack("<BB", DTYPES[t["dtype"]][0], len(t["shape"]))

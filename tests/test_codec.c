@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <stdatomic.h>
@@ -265,12 +266,25 @@ static int read_positions(const uint8_t *in, size_t length, size_t count, size_t
   return rc;
 }
 
+/* The encoder's choice must be the lowest Rice parameter of least cost, found
+ * here by trying all 32. */
+static unsigned cheapest_rice_k(const uint32_t *pos, size_t count) {
+  unsigned best_k = 0;
+  uint64_t best = UINT64_MAX;
+  for (unsigned k = 0; k < 32; k++) {
+    uint64_t bits = 0, next = 0;
+    for (size_t i = 0; i < count; i++) bits += k + 1 + ((pos[i] - next) >> k), next = pos[i] + 1ull;
+    if (bits < best) best = bits, best_k = k;
+  }
+  return best_k;
+}
+
 static void check_positions_round_trip(const uint32_t *pos, size_t count, size_t n) {
   uint8_t *buf = xmalloc(DCR__POSITIONS_BOUND(count, n));
   uint32_t *back = xmalloc(count * sizeof *back + 4);
   size_t length = dcr__positions_write(buf, pos, count), used = 12345;
   assert_true(length >= 1 && length <= DCR__POSITIONS_BOUND(count, n));
-  assert_true(buf[0] <= 31);
+  assert_int_equal(buf[0], cheapest_rice_k(pos, count));
   assert_int_equal(read_positions(buf, length, count, n, back, &used), DCR_OK);
   assert_int_equal(used, length);
   if (count) assert_memory_equal(back, pos, count * sizeof *pos);
@@ -916,31 +930,75 @@ typedef struct {
   atomic_uint *hits;
   unsigned threads;
   atomic_uint bad_worker;
+  atomic_size_t furthest; /* 1 + the highest job started */
 } pool_ctx;
 
 static void count_job(void *ctx, size_t job, unsigned worker) {
   pool_ctx *p = ctx;
   atomic_fetch_add(&p->hits[job], 1u);
   if (worker >= p->threads) atomic_fetch_add(&p->bad_worker, 1u);
+  size_t f = atomic_load(&p->furthest);
+  while (f < job + 1 && !atomic_compare_exchange_weak(&p->furthest, &f, job + 1)) {
+  }
 }
 
-static void test_pool_runs_every_job_once(void **state) {
+static void pool_ctx_init(pool_ctx *ctx, size_t jobs, unsigned threads) {
+  ctx->hits = calloc(jobs + 1, sizeof *ctx->hits);
+  assert_non_null(ctx->hits);
+  ctx->threads = threads;
+  atomic_init(&ctx->bad_worker, 0u);
+  atomic_init(&ctx->furthest, 0);
+  for (size_t j = 0; j < jobs; j++) atomic_init(&ctx->hits[j], 0u);
+}
+
+typedef struct {
+  pool_ctx *ctx;
+  size_t window, taken, stop_at;
+} taker;
+
+/* The caller's side: each job is done when taken, in order, and nothing runs
+ * more than a window ahead of it. */
+static int take_counted(void *opaque, size_t job, dcr_detail *d) {
+  (void)d;
+  taker *t = opaque;
+  assert_int_equal(job, t->taken);
+  assert_int_equal(atomic_load(&t->ctx->hits[job]), 1);
+  assert_true(atomic_load(&t->ctx->furthest) <= job + t->window);
+  t->taken++;
+  return job + 1 == t->stop_at ? DCR_E_IO : DCR_OK;
+}
+
+typedef struct {
+  pool_ctx *ctx;
+  taker *taker;
+} both;
+
+static void run_counted(void *opaque, size_t job, unsigned worker) {
+  count_job(((both *)opaque)->ctx, job, worker);
+}
+
+static int take_both(void *opaque, size_t job, dcr_detail *d) {
+  return take_counted(((both *)opaque)->taker, job, d);
+}
+
+static void test_pool_runs_every_job_once_in_a_window(void **state) {
   (void)state;
   const unsigned threads[] = {1, 2, 7};
   const size_t jobs[] = {0, 1, 3, 1000, 7};
   for (size_t t = 0; t < 3; t++) {
     dcr__pool *pool = NULL;
     assert_int_equal(dcr__pool_create(&pool, threads[t]), DCR_OK);
-    assert_int_equal(dcr__pool_threads(pool), threads[t]);
-    /* the same pool runs batch after batch */
+    size_t window = dcr__pool_window(pool);
+    assert_true(window >= 1 && window <= 2 * threads[t]);
+    /* the same pool runs stream after stream */
     for (size_t b = 0; b < sizeof jobs / sizeof jobs[0]; b++) {
       pool_ctx ctx;
-      ctx.hits = calloc(jobs[b] + 1, sizeof *ctx.hits);
-      assert_non_null(ctx.hits);
-      ctx.threads = threads[t];
-      atomic_init(&ctx.bad_worker, 0u);
-      for (size_t j = 0; j < jobs[b]; j++) atomic_init(&ctx.hits[j], 0u);
-      dcr__pool_run(pool, jobs[b], count_job, &ctx);
+      pool_ctx_init(&ctx, jobs[b], threads[t]);
+      taker tk = {&ctx, window, 0, SIZE_MAX};
+      both bo = {&ctx, &tk};
+      assert_int_equal(dcr__pool_stream(pool, jobs[b], run_counted, take_both, &bo, NULL, NULL),
+                       DCR_OK);
+      assert_int_equal(tk.taken, jobs[b]);
       for (size_t j = 0; j < jobs[b]; j++) assert_int_equal(atomic_load(&ctx.hits[j]), 1);
       assert_int_equal(atomic_load(&ctx.bad_worker), 0);
       free(ctx.hits);
@@ -949,6 +1007,42 @@ static void test_pool_runs_every_job_once(void **state) {
   }
   dcr__pool_free(NULL);
   assert_true(dcr__default_threads() >= 1);
+}
+
+/* A take that fails, or a cancel, ends the stream: no job starts after it
+ * returns, and the pool runs the next stream from its start. */
+static void test_pool_stops_early(void **state) {
+  (void)state;
+  dcr__pool *pool = NULL;
+  assert_int_equal(dcr__pool_create(&pool, 3), DCR_OK);
+  size_t window = dcr__pool_window(pool);
+  pool_ctx ctx;
+  pool_ctx_init(&ctx, 1000, 3);
+  taker tk = {&ctx, window, 0, 2};
+  both bo = {&ctx, &tk};
+  assert_int_equal(dcr__pool_stream(pool, 1000, run_counted, take_both, &bo, NULL, NULL),
+                   DCR_E_IO);
+  assert_int_equal(tk.taken, 2);
+  size_t started = atomic_load(&ctx.furthest);
+  assert_true(started >= 2 && started <= 1 + window);
+  usleep(20000);
+  assert_int_equal(atomic_load(&ctx.furthest), started);
+  for (size_t j = started; j < 1000; j++) assert_int_equal(atomic_load(&ctx.hits[j]), 0);
+  free(ctx.hits);
+
+  volatile int cancel = 1;
+  dcr_detail d;
+  pool_ctx_init(&ctx, 5, 3);
+  tk = (taker){&ctx, window, 0, SIZE_MAX};
+  assert_int_equal(dcr__pool_stream(pool, 5, run_counted, take_both, &bo, &cancel, &d),
+                   DCR_E_INTERRUPTED);
+  assert_int_equal(tk.taken, 0);
+  cancel = 0;
+  assert_int_equal(dcr__pool_stream(pool, 5, run_counted, take_both, &bo, &cancel, &d), DCR_OK);
+  assert_int_equal(tk.taken, 5);
+  for (size_t j = 0; j < 5; j++) assert_int_equal(atomic_load(&ctx.hits[j]), 1);
+  free(ctx.hits);
+  dcr__pool_free(pool);
 }
 
 int main(void) {
@@ -981,7 +1075,8 @@ int main(void) {
       cmocka_unit_test(test_cmp3_garbage_instead_of_frame_is_rejected),
       cmocka_unit_test(test_cmp3_position_frame_with_bytes_left_is_rejected),
       cmocka_unit_test(test_enc_stored_stream_too_short_is_rejected),
-      cmocka_unit_test(test_pool_runs_every_job_once),
+      cmocka_unit_test(test_pool_runs_every_job_once_in_a_window),
+      cmocka_unit_test(test_pool_stops_early),
       /* last: if it overruns, a sanitizer stops the run here */
       cmocka_unit_test(test_cmp3_sparse_count_above_n_fails_without_overrun),
   };

@@ -62,12 +62,17 @@ static uint8_t *slurp(const char *path, size_t *size) {
 
 typedef struct {
   int codes[64];
+  uint64_t chunks[64], offsets[64];
   size_t count;
 } problems;
 
 static int collect(void *opaque, const dcr_detail *d) {
   problems *p = opaque;
-  if (p->count < 64) p->codes[p->count++] = d->code;
+  if (p->count < 64) {
+    p->codes[p->count] = d->code;
+    p->chunks[p->count] = d->chunk;
+    p->offsets[p->count++] = d->offset;
+  }
   return 0;
 }
 
@@ -99,7 +104,7 @@ static void play(void **state) {
              dcr_error_name(got_mem));
   dcr_reader_free(rm);
   const char *got_stage = got ? "structure" : NULL;
-  problems all = {{0}, 0};
+  problems all = {{0}, {0}, {0}, 0};
   if (!got) {
     /* verify and verify_all agree on the first problem */
     dcr_detail dv;
@@ -108,6 +113,18 @@ static void play(void **state) {
     if (got != first || (got && (!all.count || all.codes[0] != got)))
       fail_msg("%s: dcr_reader_verify gives %s, dcr_reader_verify_all %s", id,
                dcr_error_name(first), dcr_error_name(got));
+    /* the same problems in the same order, whatever the thread count */
+    const unsigned threads[] = {1, 3};
+    for (size_t t = 0; t < 2; t++) {
+      problems again = {{0}, {0}, {0}, 0};
+      dcr_reader_set_threads(r, threads[t]);
+      if (dcr_reader_verify_all(r, collect, &again) != got || again.count != all.count ||
+          memcmp(again.codes, all.codes, sizeof all.codes) ||
+          memcmp(again.chunks, all.chunks, sizeof all.chunks) ||
+          memcmp(again.offsets, all.offsets, sizeof all.offsets))
+        fail_msg("%s: verify_all with %u threads reports other problems", id, threads[t]);
+    }
+    dcr_reader_set_threads(r, 0);
     if (got) got_stage = "chunks";
   }
   if (!got && base) {

@@ -155,6 +155,31 @@ static void xxh128(const void *p, size_t n, uint8_t out[16]) {
   memcpy(out, c.digest, 16);
 }
 
+/* pieces(bytes), SPEC.md §1: XXH3-128 of each 4096-byte piece, concatenated. */
+static void piece_list(const uint8_t *p, size_t n, buf *out) {
+  for (size_t at = 0; at < n; at += 4096) {
+    uint8_t h[16];
+    xxh128(p + at, n - at < 4096 ? n - at : 4096, h);
+    bput(out, h, 16);
+  }
+}
+
+/* A tensor hash (§7) and a chunk check (§8.2). */
+static void tensor_hash(const uint8_t *p, size_t n, uint8_t out[16]) {
+  buf b = {0};
+  piece_list(p, n, &b);
+  xxh128(b.p, b.n, out);
+  bfree(&b);
+}
+
+static uint64_t chunk_check(const uint8_t *p, size_t n) {
+  buf b = {0};
+  piece_list(p, n, &b);
+  uint64_t h = xxh64(b.p, b.n);
+  bfree(&b);
+  return h;
+}
+
 /* ---- SHA-256 (FIPS 180-4), for the index: no library needed to check it */
 
 static const uint32_t sha_k[64] = {
@@ -431,7 +456,7 @@ static void desc_from(desc *d, const tensor *t) {
   memcpy(d->dims, t->dims, sizeof d->dims);
   d->len = t->len;
   d->off = t->off;
-  xxh128(t->data, (size_t)t->len, d->hash);
+  tensor_hash(t->data, (size_t)t->len, d->hash);
 }
 
 static void put_desc(buf *b, const desc *d, int with_offset) {
@@ -821,8 +846,8 @@ static void add_chunk(bundle *B, size_t at, uint32_t i, uint32_t c, const uint8_
   rec[8] = ch.enc;
   rec[9] = ch.comp;
   put32(rec + 12, s.count);
-  put64(rec + 16, xxh64(base, bytes));
-  put64(rec + 24, xxh64(tgt, bytes));
+  put64(rec + 16, chunk_check(base, bytes));
+  put64(rec + 24, chunk_check(tgt, bytes));
   buf data = {0};
   join_streams(&data, &s, ch.comp);
   section *sc = sec_insert(B, at, "CHNK", 1, 0, rec, 32);
