@@ -29,6 +29,7 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
   ce->values = malloc(chunk_size);
   ce->planes = malloc(chunk_size);
   ce->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size, chunk_size));
+  ce->zpos = malloc(ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size, chunk_size)));
   ce->trial = malloc(ce->trial_capacity);
   ce->best = malloc(ce->trial_capacity);
   if (level > 0 && (ce->cctx = ZSTD_createCCtx())) {
@@ -37,7 +38,7 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
      * short repeats cost more as matches than as Huffman-coded literals. */
     ZSTD_CCtx_setParameter(ce->cctx, ZSTD_c_minMatch, 7);
   }
-  if (!ce->pos || !ce->base_pieces || !ce->target_pieces || !ce->old || !ce->new || !ce->values || !ce->planes || !ce->pos_stream || !ce->trial || !ce->best ||
+  if (!ce->pos || !ce->zpos || !ce->base_pieces || !ce->target_pieces || !ce->old || !ce->new || !ce->values || !ce->planes || !ce->pos_stream || !ce->trial || !ce->best ||
       (level > 0 && !ce->cctx)) {
     dcr__chunk_encoder_free(ce);
     return DCR_E_NOMEM;
@@ -55,6 +56,7 @@ void dcr__chunk_encoder_free(dcr__chunk_encoder *ce) {
   free(ce->values);
   free(ce->planes);
   free(ce->pos_stream);
+  free(ce->zpos);
   free(ce->trial);
   free(ce->best);
   memset(ce, 0, sizeof *ce);
@@ -90,9 +92,17 @@ static int consider(dcr__chunk_encoder *ce, uint8_t encoding, const streams *s,
   if (!ce->cctx) return DCR_OK;
   size_t z = 0;
   for (unsigned i = 0; i < s->count; i++) {
+    /* The sparse encodings share one position stream: compressed once a chunk. */
+    int shared = s->data[i] == ce->pos_stream;
+    if (shared && ce->zpos_length != SIZE_MAX) {
+      memcpy(ce->trial + z, ce->zpos, ce->zpos_length);
+      z += ce->zpos_length;
+      continue;
+    }
     size_t n = ZSTD_compress2(ce->cctx, ce->trial + z, ce->trial_capacity - z, s->data[i],
                               s->length[i]);
     if (ZSTD_isError(n)) return DCR_E_NOMEM;
+    if (shared) memcpy(ce->zpos, ce->trial + z, ce->zpos_length = n);
     z += n;
   }
   if (z < best->length) keep_trial(ce, best, encoding, DCR_COMP_ZSTD, z);
@@ -140,6 +150,7 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
   int sparse = count * SPARSE_MAX_DEN <= n * SPARSE_MAX_NUM;
   int dense = count * DENSE_MIN_DEN >= n;
   size_t varlen = sparse ? dcr__positions_write(ce->pos_stream, ce->pos, count) : 0;
+  ce->zpos_length = SIZE_MAX;
   streams s;
   int rc = DCR_OK;
   for (uint8_t enc = 1; enc < DCR_ENC_COUNT && !rc; enc++) {

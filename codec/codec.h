@@ -64,6 +64,8 @@ typedef struct {
   uint8_t *old, *new;          /* the changed elements, packed: n·esize each */
   uint8_t *values, *planes;    /* n·esize each */
   uint8_t *pos_stream;         /* a position stream */
+  uint8_t *zpos;               /* pos_stream compressed, zpos_length bytes (SIZE_MAX: not yet) */
+  size_t zpos_length;
   uint8_t *trial, *best;       /* candidate encoded data */
   size_t trial_capacity;
   uint8_t *base_pieces, *target_pieces;

@@ -39,12 +39,22 @@ void dcr__planes_join(uint8_t *elems, const uint8_t *planes, size_t count, unsig
   }
 }
 
+#define NONZERO(E)                                                        \
+  case E:                                                                 \
+    for (size_t i = 0; i < count; i++) {                                  \
+      uint8_t any = 0;                                                    \
+      for (unsigned b = 0; b < E; b++) any |= planes[b * count + i];      \
+      n += any != 0;                                                      \
+    }                                                                     \
+    break;
+
 size_t dcr__planes_nonzero(const uint8_t *planes, size_t count, unsigned esize) {
   size_t n = 0;
-  for (size_t i = 0; i < count; i++) {
-    uint8_t any = 0;
-    for (unsigned b = 0; b < esize; b++) any |= planes[b * count + i];
-    n += any != 0;
+  switch (esize) {
+    NONZERO(1)
+    NONZERO(2)
+    NONZERO(4)
+    NONZERO(8)
   }
   return n;
 }

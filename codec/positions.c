@@ -72,48 +72,69 @@ size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count) {
   return (size_t)(w.p - out);
 }
 
+/* Reads bits LSB-first. acc holds `have` unread bits (at most 63); the bits above
+ * them may already hold the next bytes' bits, which a later refill ORs in again
+ * unchanged, so a refill can load 8 bytes at once. */
+typedef struct {
+  const uint8_t *p, *end;
+  uint64_t acc;
+  unsigned have;
+} bit_reader;
+
+static inline void refill(bit_reader *b) {
+  if (b->end - b->p >= 8) {
+    uint64_t w = 0;
+    for (unsigned i = 0; i < 8; i++) w |= (uint64_t)b->p[i] << (8 * i);
+    unsigned bytes = (63 - b->have) >> 3;
+    b->acc |= w << b->have;
+    b->p += bytes;
+    b->have += 8 * bytes;
+  } else {
+    while (b->have <= 55 && b->p < b->end) b->acc |= (uint64_t)*b->p++ << b->have, b->have += 8;
+  }
+}
+
+static inline void consume(bit_reader *b, unsigned bits) {
+  b->acc = bits < 64 ? b->acc >> bits : 0;
+  b->have -= bits;
+}
+
 int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
                         uint32_t *pos, size_t *used, dcr_detail *d) {
   if (!length) return dcr__fail(d, DCR_E_POSITION, "position stream is empty");
   unsigned k = in[0];
   if (k > 31) return dcr__fail(d, DCR_E_POSITION, "Rice parameter %u exceeds 31", k);
-  size_t at = 1;
-  uint64_t acc = 0, next = 0;
-  unsigned have = 0; /* unread bits in acc */
+  bit_reader b = {in + 1, in + length, 0, 0};
+  uint64_t next = 0, low_mask = ((uint64_t)1 << k) - 1;
   for (size_t i = 0; i < count; i++) {
-    uint64_t q = 0, low = 0;
+    uint64_t q = 0;
     for (;;) { /* the unary quotient */
-      if (!have) {
-        if (at == length)
-          return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
-        acc = in[at++], have = 8;
-      }
-      unsigned ones = (unsigned)__builtin_ctzll(~acc);
-      if (ones < have) {
+      if (!b.have) refill(&b);
+      if (!b.have) return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
+      unsigned ones = (unsigned)__builtin_ctzll(~b.acc | (uint64_t)1 << b.have);
+      if (ones < b.have) {
         q += ones;
-        acc >>= ones + 1, have -= ones + 1;
+        consume(&b, ones + 1);
         break;
       }
-      q += have, acc = 0, have = 0;
+      q += b.have;
+      consume(&b, b.have);
       if (q >= n) break; /* already out of range: fail below, without reading on */
     }
-    for (unsigned got = 0; got < k && q < n;) {
-      if (!have) {
-        if (at == length)
-          return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
-        acc = in[at++], have = 8;
-      }
-      unsigned take = k - got < have ? k - got : have;
-      low |= (acc & (((uint64_t)1 << take) - 1)) << got;
-      acc >>= take, have -= take, got += take;
-    }
-    uint64_t p = next + (q << k) + low; /* q < n <= 2^32 and k <= 31: no overflow */
-    if (q >= n || p >= n)
+    if (q >= n)
+      return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
+    if (b.have < k) refill(&b);
+    if (b.have < k) return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
+    uint64_t p = next + (q << k) + (b.acc & low_mask); /* q < n <= 2^32, k <= 31 */
+    consume(&b, k);
+    if (p >= n)
       return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
     pos[i] = (uint32_t)p;
     next = p + 1;
   }
-  if (acc) return dcr__fail(d, DCR_E_POSITION, "padding bits after the last position are not zero");
-  *used = at;
+  /* Whole bytes loaded ahead are given back; the rest of the last byte is padding. */
+  if (b.acc & (((uint64_t)1 << (b.have & 7)) - 1))
+    return dcr__fail(d, DCR_E_POSITION, "padding bits after the last position are not zero");
+  *used = (size_t)(b.p - in) - b.have / 8;
   return DCR_OK;
 }
