@@ -47,13 +47,15 @@ bw=$("$work/memcpy_bw")
 threads=$(nproc)
 
 # time_cmd N OUT CMD... -> "median min max peak_rss_kib" over N runs (seconds).
-# OUT, the file CMD writes, is removed before each run, untimed: replacing a file
-# whose pages are still dirty costs the kernel as much as writing it.
+# Before each run, untimed, OUT (the file CMD writes) is removed and dirty pages
+# are written back: replacing a file whose pages are still dirty, or writing past
+# the kernel's dirty limits, costs a run the writeback of the ones before it.
 time_cmd() {
   local n=$1 out=$2; shift 2
   local t rss=0 ts=()
   for _ in $(seq "$n"); do
     rm -f "$out"
+    sync
     /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
       echo "bench: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
     read -r t r < "$work/time"
@@ -69,7 +71,7 @@ row() { # name size_bytes target_bytes enc(4) app(4) changed
     gb = t / 1e9
     enc = em > 0 ? sprintf("%.2f (%.2f–%.2f) s, %.2f GB/s = %.1f%% of memcpy", em, en, ex, gb / em, 100 * gb / em / bw) : "n/a"
     app = am > 0 ? sprintf("%.2f (%.2f–%.2f) s, %.2f GB/s = %.1f%% of memcpy", am, an, ax, gb / am, 100 * gb / am / bw) : "n/a"
-    printf "| %s | %d | %.3f%% | %.2f | %s | %d MiB | %s | %d MiB |\n", name, b, 100 * b / t,
+    printf "| %s | %.0f | %.3f%% | %.2f | %s | %d MiB | %s | %d MiB |\n", name, b, 100 * b / t,
       (ch > 0 ? b / ch : 0), enc, er / 1024, app, ar / 1024 }'
 }
 
@@ -96,17 +98,22 @@ for size in $sizes; do
       cmp "$work/out" "$t"
       row "dcr (--threads $th)" "$(stat -c %s "$work/x.dcr")" "$tbytes" $e $a "$changed"
     done
-    echo "bench: zstd -3 --patch-from" >&2
-    e=$(time_cmd "$runs" "$work/z3" zstd -q -f -3 --patch-from="$b" "$t" -o "$work/z3")
-    a=$(time_cmd "$runs" "$work/out" zstd -q -f -d --patch-from="$b" "$work/z3" -o "$work/out")
-    cmp "$work/out" "$t"
-    row "zstd -3 --patch-from" "$(stat -c %s "$work/z3")" "$tbytes" $e $a "$changed"
-    if [[ " $slow_rates " == *" $rate "* ]]; then
-      echo "bench: zstd -19 --long=31 --patch-from" >&2
-      e=$(time_cmd "$slow_runs" "$work/z19" zstd -q -f -19 --long=31 --patch-from="$b" "$t" -o "$work/z19")
-      a=$(time_cmd "$slow_runs" "$work/out" zstd -q -f -d --long=31 --patch-from="$b" "$work/z19" -o "$work/out")
+    # zstd 1.5 refuses --patch-from inputs over 2 GB ("Can't handle files larger than 2 GB")
+    if [ "$tbytes" -gt 2147483648 ] || [ "$(stat -c %s "$b")" -gt 2147483648 ]; then
+      echo "| zstd --patch-from | n/a: zstd $(zstd --version | sed -n "s/.* v\([0-9.]*\).*/\1/p") refuses files over 2 GB | | | | | | |"
+    else
+      echo "bench: zstd -3 --patch-from" >&2
+      e=$(time_cmd "$runs" "$work/z3" zstd -q -f -3 --patch-from="$b" "$t" -o "$work/z3")
+      a=$(time_cmd "$runs" "$work/out" zstd -q -f -d --patch-from="$b" "$work/z3" -o "$work/out")
       cmp "$work/out" "$t"
-      row "zstd -19 --long=31 --patch-from" "$(stat -c %s "$work/z19")" "$tbytes" $e $a "$changed"
+      row "zstd -3 --patch-from" "$(stat -c %s "$work/z3")" "$tbytes" $e $a "$changed"
+      if [[ " $slow_rates " == *" $rate "* ]]; then
+        echo "bench: zstd -19 --long=31 --patch-from" >&2
+        e=$(time_cmd "$slow_runs" "$work/z19" zstd -q -f -19 --long=31 --patch-from="$b" "$t" -o "$work/z19")
+        a=$(time_cmd "$slow_runs" "$work/out" zstd -q -f -d --long=31 --patch-from="$b" "$work/z19" -o "$work/out")
+        cmp "$work/out" "$t"
+        row "zstd -19 --long=31 --patch-from" "$(stat -c %s "$work/z19")" "$tbytes" $e $a "$changed"
+      fi
     fi
     echo "bench: xdelta3 -9" >&2
     e=$(time_cmd "$runs" "$work/xd" xdelta3 -9 -f -e -s "$b" "$t" "$work/xd")
