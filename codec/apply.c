@@ -276,7 +276,8 @@ static int make_slots(applier *a, size_t count, dcr_detail *d) {
     s->out = malloc(cs);
     s->base_pieces = malloc(16 * DCR__PIECES(cs));
     s->out_pieces = malloc(16 * DCR__PIECES(cs));
-    if (!s->base_buffer || !s->out || !s->base_pieces || !s->out_pieces || dcr__chunk_decoder_init(&s->dec, cs))
+    if (!s->base_buffer || !s->out || !s->base_pieces || !s->out_pieces ||
+        dcr__chunk_decoder_init(&s->dec, cs))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
   }
   return DCR_OK;

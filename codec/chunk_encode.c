@@ -38,7 +38,8 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
      * short repeats cost more as matches than as Huffman-coded literals. */
     ZSTD_CCtx_setParameter(ce->cctx, ZSTD_c_minMatch, 7);
   }
-  if (!ce->pos || !ce->zpos || !ce->base_pieces || !ce->target_pieces || !ce->old || !ce->new || !ce->values || !ce->planes || !ce->pos_stream || !ce->trial || !ce->best ||
+  if (!ce->pos || !ce->zpos || !ce->base_pieces || !ce->target_pieces || !ce->old ||
+      !ce->new || !ce->values || !ce->planes || !ce->pos_stream || !ce->trial || !ce->best ||
       (level > 0 && !ce->cctx)) {
     dcr__chunk_encoder_free(ce);
     return DCR_E_NOMEM;

@@ -37,12 +37,11 @@ int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset, dc
 
 int dcr__view_open(dcr__view *v, int fd, uint64_t offset, size_t length, uint8_t *fallback,
                    dcr_detail *d) {
-  static size_t page;
-  if (!page) page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
   *v = (dcr__view){.data = fallback};
   if (!length) return DCR_OK;
   /* A file cut short under a mapping would end the process with SIGBUS: check
-   * that the range is still there (a reader that truncates it later still can). */
+   * that the range is still there (a writer that truncates it later still can). */
   struct stat st;
   if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < offset + length)
     return dcr__fail(d, DCR_E_IO, "file ends early (offset %llu): it shrank while being read",
