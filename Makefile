@@ -32,7 +32,7 @@ TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 .SECONDARY:
 
 .PHONY: all lib cli deps test check unit asan demo install uninstall clean help \
-        vectors vectors-check conformance \
+        vectors vectors-check conformance check-large \
         fuzz-build fuzz-replay fuzz fuzz-bins fuzz-seeds
 
 # The fuzzing switch (format/common.h) makes checksums always match: it must never
@@ -92,19 +92,28 @@ unit: $(TESTS) ## Build and run the cmocka unit tests
 check: unit $(BUILD)/dcr vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
 	bash tests/cli_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json
 
 vectors: $(BUILD)/mkvectors ## Rewrite testvectors/ (index.json, v1/) from tools/mkvectors.c
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 
-vectors-check: $(BUILD)/mkvectors ## Regenerate the vectors in a temporary folder; fail if a byte differs
-	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-vectors.XXXXXX") && $(BUILD)/mkvectors "$$t" && \
+vectors-check: $(BUILD)/mkvectors $(BUILD)/test_vectors ## Regenerate the vectors in a temporary folder; fail if a byte differs or a repaired vector is not valid
+	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-vectors.XXXXXX") && \
+	$(BUILD)/mkvectors "$$t" --repaired "$$t/repaired" && \
 	if diff -r "$$t/v1" testvectors/v1 && cmp "$$t/index.json" testvectors/index.json; then \
-	  rm -rf "$$t"; echo "vectors-check: testvectors/ is exactly what tools/mkvectors.c writes"; \
+	  echo "vectors-check: testvectors/ is exactly what tools/mkvectors.c writes"; \
 	else \
 	  echo "vectors-check: testvectors/ differs from what tools/mkvectors.c writes (committed with" \
 	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/index.json"))."; \
-	  echo "If the change is intended: make vectors, and say why in SPEC.md §15 (testvectors/README.md)."; \
+	  echo "If the change is intended: make vectors, and say why in SPEC.md (testvectors/README.md)."; \
+	  rm -rf "$$t"; exit 1; \
+	fi; \
+	if $(BUILD)/test_vectors "$$t/repaired" >"$$t/repaired.log" 2>&1; then \
+	  rm -rf "$$t"; echo "vectors-check: every repaired invalid vector is valid"; \
+	else \
+	  grep -E '^ERROR|FAILED' "$$t/repaired.log"; \
+	  echo "vectors-check: a repaired invalid vector is not valid: the vector breaks a second rule"; \
 	  rm -rf "$$t"; exit 1; \
 	fi
 
@@ -119,6 +128,7 @@ asan: ## Run every test under AddressSanitizer and UndefinedBehaviorSanitizer
 test: deps ## Install dependencies, build with -Werror, run all tests plain and sanitized, replay fuzz corpora
 	$(MAKE) all
 	$(MAKE) check
+	$(MAKE) check-large
 	$(MAKE) asan
 	$(MAKE) fuzz-replay
 

@@ -6,6 +6,10 @@
  * chunks by the rule of §10 step 3; the calling thread hashes and writes them in
  * order. The output is renamed into place only once every base and target hash
  * has matched.
+ *
+ * A checkpoint that is already the bundle's target is accepted too (§10.2): when
+ * the input is not the base, it is read again as the target, every chunk left as
+ * it is, and the target hashes decide.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +43,7 @@ typedef struct {
 typedef struct {
   dcr_reader *r;
   const dcr_apply_options *opt;
+  int as_target; /* the input is taken to be the target already: nothing to apply */
   int base_fd, out_fd;
   const char *base_path;
   dcr__checkpoint base;
@@ -56,13 +61,27 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
   dcr__detail_tensor(d, i, m->entries[i].name, m->entries[i].name_length);
 }
 
-/* §6.3: the base must have exactly the manifest's base tensors. */
+/* The input's side of an entry: its base, or its target when the input is taken to
+ * be the target already. */
+static const dcr__desc *input_desc(const applier *a, const dcr__entry *e) {
+  if (a->as_target) return e->presence & DCR__HAS_TARGET ? &e->target : NULL;
+  return e->presence & DCR__HAS_BASE ? &e->base : NULL;
+}
+
+/* Whether the input's bytes of a target tensor are read (and hashed as the base). */
+static int input_read(const applier *a, const dcr__entry *e) {
+  return a->as_target || dcr__entry_delta_coded(e);
+}
+
+/* §6.3: the base must have exactly the manifest's base tensors (or, taken as the
+ * target, its target tensors). */
 static int check_base(applier *a, dcr_detail *d) {
   const dcr__manifest *m = &a->r->man;
   size_t j = 0;
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
-    if (!(e->presence & DCR__HAS_BASE)) continue;
+    const dcr__desc *want = input_desc(a, e);
+    if (!want) continue;
     const dcr__tensor *t = j < a->base.count ? &a->base.tensors[j] : NULL;
     int c = t ? dcr__name_cmp(e->name, e->name_length, t->name, t->name_length) : -1;
     name_entry(d, m, i);
@@ -71,11 +90,11 @@ static int check_base(applier *a, dcr_detail *d) {
       if (d) d->tensor = DCR_NONE, snprintf(d->tensor_name, sizeof d->tensor_name, "%s", t->name);
       return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has a tensor the bundle does not expect");
     }
-    if (t->desc.dtype != e->base.dtype || t->desc.rank != e->base.rank ||
-        (e->base.rank && memcmp(t->desc.dims, e->base.dims, e->base.rank * sizeof(uint64_t))))
+    if (t->desc.dtype != want->dtype || t->desc.rank != want->rank ||
+        (want->rank && memcmp(t->desc.dims, want->dims, want->rank * sizeof(uint64_t))))
       return dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor is %s of rank %u; the bundle "
                        "expects %s of rank %u", dcr_dtype_name(t->desc.dtype), t->desc.rank,
-                       dcr_dtype_name(e->base.dtype), e->base.rank);
+                       dcr_dtype_name(want->dtype), want->rank);
     a->base_offset[i] = a->base.prefix_length + t->desc.offset;
     if (d) dcr__detail_init(d);
     j++;
@@ -113,7 +132,8 @@ static int build_jobs(applier *a, dcr_detail *d) {
       count += c ? (size_t)c : 1;
     }
   }
-  for (uint64_t k = a->r->chunk_count; k-- > 0;) first[a->r->chunks[k].tensor] = k;
+  for (uint64_t k = a->as_target ? 0 : a->r->chunk_count; k-- > 0;)
+    first[a->r->chunks[k].tensor] = k;
   qsort_r(order, n, sizeof *order, by_target_offset, m->entries);
   a->jobs = malloc(count * sizeof *a->jobs + 1);
   if (!a->jobs) {
@@ -176,7 +196,7 @@ static void apply_job(void *ctx, size_t j, unsigned worker) {
   uint64_t at = (uint64_t)jb->chunk * m->chunk_size;
   s->bytes = dcr__chunk_bytes(m, e, jb->chunk);
   int rc = DCR_OK;
-  if (dcr__entry_delta_coded(e)) {
+  if (input_read(a, e)) {
     rc = dcr__view_open(&s->base, a->base_fd, a->base_offset[jb->entry] + at, s->bytes,
                         s->base_buffer, &s->detail);
     if (rc) dcr__detail_file(&s->detail, a->base_path);
@@ -206,7 +226,7 @@ static int end_entry(applier *a, uint32_t i, dcr_detail *d) {
   const dcr__manifest *m = &a->r->man;
   const dcr__entry *e = &m->entries[i];
   uint8_t h[16];
-  if (dcr__entry_delta_coded(e)) {
+  if (!a->as_target && dcr__entry_delta_coded(e)) {
     dcr__digest128(&a->base_hash, h);
     if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       return name_entry(d, m, i), dcr__detail_file(d, a->base_path),
@@ -233,7 +253,7 @@ static int take_job(void *ctx, size_t j, dcr_detail *d) {
     XXH3_128bits_reset(&a->target_hash);
   }
   if (!rc) {
-    if (dcr__entry_delta_coded(&a->r->man.entries[jb->entry]))
+    if (!a->as_target && dcr__entry_delta_coded(&a->r->man.entries[jb->entry]))
       XXH3_128bits_update(&a->base_hash, s->base_pieces, 16 * s->pieces);
     XXH3_128bits_update(&a->target_hash, s->result_pieces, 16 * s->pieces);
   }
@@ -252,7 +272,7 @@ static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
   if (a->current != UINT32_MAX && (rc = end_entry(a, a->current, d))) return rc;
   /* Base tensors that were not read above (removed or recoded) are hashed too:
    * the base state id covers them. */
-  for (uint64_t i = 0; i < m->entry_count; i++) {
+  for (uint64_t i = 0; !a->as_target && i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
     if (!(e->presence & DCR__HAS_BASE) || dcr__entry_delta_coded(e)) continue;
     uint8_t h[16];
@@ -317,15 +337,28 @@ void dcr_apply_options_default(dcr_apply_options *o) {
   o->sync = 1;
 }
 
-int dcr_apply(dcr_reader *r, const char *base_path, const char *out_path,
-              const dcr_apply_options *opt, dcr_detail *d) {
-  dcr_detail scratch;
-  if (!d) d = &scratch;
-  dcr__detail_init(d);
-  dcr_apply_options defaults;
-  if (!opt) dcr_apply_options_default(&defaults), opt = &defaults;
+/* §10.1: a wrong base is reported as such, whatever else failed on the way. A
+ * chunk that failed on the right base is the bundle's fault; on another input
+ * it says nothing, so every base tensor's hash decides. */
+static int input_is_base(const applier *a) {
+  const dcr__manifest *m = &a->r->man;
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    uint8_t h[16];
+    if (!(e->presence & DCR__HAS_BASE)) continue;
+    if (dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, h, NULL) ||
+        memcmp(h, e->base.hash, 16))
+      return 0;
+  }
+  return 1;
+}
+
+/* One attempt at §10: the input taken as the base, or as the target already. */
+static int apply_as(dcr_reader *r, const char *base_path, const char *out_path,
+                    const dcr_apply_options *opt, int as_target, dcr_detail *d) {
   dcr_limits lim = r->lim;
-  applier a = {.r = r, .opt = opt, .base_fd = -1, .out_fd = -1, .base_path = base_path};
+  applier a = {.r = r, .opt = opt, .as_target = as_target, .base_fd = -1, .out_fd = -1,
+               .base_path = base_path};
   XXH3_INITSTATE(&a.base_hash);
   XXH3_INITSTATE(&a.target_hash);
   char tmp[4096] = "";
@@ -346,6 +379,9 @@ int dcr_apply(dcr_reader *r, const char *base_path, const char *out_path,
   if (!rc && a.out_fd >= 0)
     rc = dcr__pwrite_full(a.out_fd, r->man.prefix, (size_t)r->man.prefix_length, 0, d);
   if (!rc) rc = run_jobs(&a, pool, d);
+  if ((rc == DCR_E_ENCODING || rc == DCR_E_TARGET_MISMATCH) && !as_target && !input_is_base(&a))
+    rc = (dcr__detail_init(d), dcr__detail_file(d, base_path),
+          dcr__fail(d, DCR_E_BASE_MISMATCH, "the input is not the bundle's base"));
   if (!rc && a.out_fd >= 0 && opt->sync && fsync(a.out_fd))
     rc = dcr__fail(d, DCR_E_IO, "fsync failed: %s", strerror(errno));
   if (a.out_fd >= 0 && close(a.out_fd) && !rc)
@@ -356,6 +392,42 @@ int dcr_apply(dcr_reader *r, const char *base_path, const char *out_path,
   if (rc && !d->file[0]) dcr__detail_file(d, rc == DCR_E_BASE_MISMATCH ? base_path : r->path);
   dcr__pool_free(pool);
   applier_free(&a);
+  return rc;
+}
+
+/* Failures that say something about the bundle or the input, rather than about
+ * this machine or the caller. */
+static int about_the_data(int rc) {
+  return rc && rc != DCR_E_IO && rc != DCR_E_NOMEM && rc != DCR_E_ARGUMENT &&
+         rc != DCR_E_INTERRUPTED;
+}
+
+int dcr_apply(dcr_reader *r, const char *base_path, const char *out_path,
+              const dcr_apply_options *opt, dcr_detail *d) {
+  dcr_detail scratch, again;
+  if (!d) d = &scratch;
+  dcr__detail_init(d);
+  dcr_apply_options defaults;
+  if (!opt) dcr_apply_options_default(&defaults), opt = &defaults;
+  int rc = apply_as(r, base_path, out_path, opt, 0, d);
+  /* §15: the chunk stage comes before the apply stage, so a chunk that cannot be
+   * decoded is what to report, whatever the input. (On success every chunk has
+   * been decoded already.) */
+  if (about_the_data(rc)) {
+    dcr__detail_init(&again);
+    int chunk_rc = dcr_reader_verify(r, &again);
+    if (about_the_data(chunk_rc)) {
+      *d = again;
+      return chunk_rc;
+    }
+  }
+  /* Not the base: perhaps the target already, as after a retried job. If not that
+   * either, the first answer stands. */
+  dcr__detail_init(&again);
+  if (rc == DCR_E_BASE_MISMATCH && apply_as(r, base_path, out_path, opt, 1, &again) == DCR_OK) {
+    dcr__detail_init(d);
+    rc = DCR_OK;
+  }
   return rc;
 }
 

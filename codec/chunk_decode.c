@@ -11,7 +11,9 @@ int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size) {
   memset(dd, 0, sizeof *dd);
   dd->dctx = ZSTD_createDCtx();
   dd->pos = malloc(chunk_size * sizeof *dd->pos);
-  dd->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size, chunk_size));
+  /* It also holds a chunk's joined elements (below), so it is never shorter than one. */
+  size_t bound = DCR__POSITIONS_BOUND(chunk_size);
+  dd->pos_stream = malloc(bound > chunk_size ? bound : chunk_size);
   dd->planes = malloc(chunk_size);
   if (!dd->dctx || !dd->pos || !dd->pos_stream || !dd->planes) {
     dcr__chunk_decoder_free(dd);
@@ -48,19 +50,11 @@ static int next_stream(dcr__chunk_decoder *dd, input *in, int compression, size_
     if (exact) in->p += n, in->left -= n; /* a position stream advances once parsed */
     return DCR_OK;
   }
-  size_t frame = ZSTD_findFrameCompressedSize(in->p, in->left);
-  if (ZSTD_isError(frame))
-    return dcr__fail(d, DCR_E_DECOMPRESS, "not a zstd frame: %s", ZSTD_getErrorName(frame));
-  unsigned long long size = ZSTD_getFrameContentSize(in->p, frame);
-  if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR)
-    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame does not declare its content size");
-  if (exact ? size != exact : size > max)
-    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame declares %llu bytes; the stream %s %zu",
-                     size, exact ? "is" : "may hold at most", exact ? exact : max);
-  size_t got = ZSTD_decompressDCtx(dd->dctx, buf, (size_t)size, in->p, frame);
-  if (ZSTD_isError(got) || got != size)
-    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame: %s",
-                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
+  uint64_t size;
+  size_t frame;
+  int rc = dcr__zframe_check(in->p, in->left, exact ? exact : max, DCR_E_DECOMPRESS,
+                             exact ? exact : UINT64_MAX, &size, &frame, d);
+  if (rc || (rc = dcr__zframe_decompress(dd->dctx, in->p, frame, buf, (size_t)size, d))) return rc;
   in->p += frame;
   in->left -= frame;
   *out = buf;
@@ -72,7 +66,7 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
                           size_t n, dcr_detail *d) {
   const uint8_t *s;
   size_t length, used;
-  int rc = next_stream(dd, in, compression, 0, DCR__POSITIONS_BOUND(count, n), dd->pos_stream, &s,
+  int rc = next_stream(dd, in, compression, 0, DCR__POSITIONS_BOUND(n), dd->pos_stream, &s,
                        &length, d);
   if (rc || (rc = dcr__positions_read(s, length, count, n, dd->pos, &used, d))) return rc;
   if (compression == DCR_COMP_NONE) in->p += used, in->left -= used;

@@ -19,7 +19,7 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
   ce->level = level;
   /* Worst cases: one-byte elements (n = chunk_size positions) and eight-byte ones
    * (8 planes). Pages are touched only as far as data goes. */
-  ce->trial_capacity = ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size, chunk_size)) +
+  ce->trial_capacity = ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size)) +
                        8 * ZSTD_compressBound(chunk_size);
   ce->pos = malloc(chunk_size * sizeof *ce->pos);
   ce->base_pieces = malloc(16 * DCR__PIECES(chunk_size));
@@ -28,8 +28,8 @@ int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level
   ce->new = malloc(chunk_size);
   ce->values = malloc(chunk_size);
   ce->planes = malloc(chunk_size);
-  ce->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size, chunk_size));
-  ce->zpos = malloc(ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size, chunk_size)));
+  ce->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size));
+  ce->zpos = malloc(ZSTD_compressBound(DCR__POSITIONS_BOUND(chunk_size)));
   ce->trial = malloc(ce->trial_capacity);
   ce->best = malloc(ce->trial_capacity);
   if (level > 0 && (ce->cctx = ZSTD_createCCtx())) {

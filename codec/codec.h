@@ -36,9 +36,10 @@ DCR_HIDDEN void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t
 DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize);
 
 /* ---- positions.c: position streams (§9.1) */
-/* The longest position stream of `count` positions in an n-element chunk: the
- * parameter byte, then at most 32 bits per gap plus n for all quotients. */
-#define DCR__POSITIONS_BOUND(count, n) (1 + (32 * (size_t)(count) + (size_t)(n) + 7) / 8)
+/* The longest position stream in an n-element chunk: the parameter byte, then at
+ * most n bits, since the best parameter costs no more than k = 0, whose cost is the
+ * last position + 1 (§9.3). */
+#define DCR__POSITIONS_BOUND(n) (1 + ((size_t)(n) + 7) / 8)
 /* Writes the Rice-coded gaps of `count` strictly increasing positions; returns
  * the bytes written (at most DCR__POSITIONS_BOUND). */
 DCR_HIDDEN size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count);

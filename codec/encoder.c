@@ -250,12 +250,32 @@ static int write_tail(encoder *e, dcr_detail *d) {
   return rc;
 }
 
+/* §16.1 (R-WRT-2): a writer must not make a bundle that a reader with the default
+ * limits rejects. Inputs read under looser limits could lead there (a 5000-byte
+ * name, rank 20), so the manifest is read back as such a reader would. */
+static int check_manifest(const uint8_t *buf, size_t n, dcr_detail *d) {
+  dcr_limits lim;
+  dcr__manifest m;
+  dcr_limits_default(&lim);
+  uint8_t *copy = malloc(n ? n : 1);
+  if (!copy) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu bytes", n);
+  memcpy(copy, buf, n);
+  dcr_detail why;
+  dcr__detail_init(&why);
+  int rc = dcr__manifest_parse(copy, n, &lim, &m, &why); /* takes copy */
+  if (rc) return dcr__fail(d, rc, "a reader with the default limits would reject this bundle: %s",
+                           why.message);
+  dcr__manifest_free(&m);
+  return DCR_OK;
+}
+
 static int write_head(encoder *e, dcr_detail *d) {
   uint8_t *buf = NULL;
   size_t n = 0;
   int rc = dcr__writer_header(&e->w, d);
   if (!rc && dcr__manifest_serialize(&e->man, &buf, &n))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot serialize the manifest");
+  if (!rc) rc = check_manifest(buf, n, d);
   if (!rc) rc = dcr__writer_packed_section(&e->w, DCR__SEC_MANI, buf, n, d);
   free(buf);
   buf = NULL;

@@ -106,6 +106,7 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
   if (k > 31) return dcr__fail(d, DCR_E_POSITION, "Rice parameter %u exceeds 31", k);
   bit_reader b = {in + 1, in + length, 0, 0};
   uint64_t next = 0, low_mask = ((uint64_t)1 << k) - 1;
+  uint64_t below = 0, at = 0, above = 0; /* sums of gap >> (k - 1), >> k, >> (k + 1) */
   for (size_t i = 0; i < count; i++) {
     uint64_t q = 0;
     for (;;) { /* the unary quotient */
@@ -125,8 +126,11 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
       return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
     if (b.have < k) refill(&b);
     if (b.have < k) return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
-    uint64_t p = next + (q << k) + (b.acc & low_mask); /* q < n <= 2^32, k <= 31 */
+    uint64_t gap = (q << k) + (b.acc & low_mask), p = next + gap; /* q < n <= 2^32, k <= 31 */
     consume(&b, k);
+    below += k ? gap >> (k - 1) : 0;
+    at += q;
+    above += gap >> (k + 1);
     if (p >= n)
       return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
     pos[i] = (uint32_t)p;
@@ -135,6 +139,12 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
   /* Whole bytes loaded ahead are given back; the rest of the last byte is padding. */
   if (b.acc & (((uint64_t)1 << (b.have & 7)) - 1))
     return dcr__fail(d, DCR_E_POSITION, "padding bits after the last position are not zero");
+  /* §9.1: k must be the smallest parameter with the fewest bits. The cost
+   * count·(k+1) + Σ(gap >> k) is convex in k, so its two neighbours decide:
+   * cost(k-1) - cost(k) = below - at - count, cost(k+1) - cost(k) = count + above - at. */
+  if ((k > 0 && below <= at + count) || (k < 31 && count + above < at))
+    return dcr__fail(d, DCR_E_POSITION, "Rice parameter %u is not the smallest with the fewest "
+                     "bits", k);
   *used = (size_t)(b.p - in) - b.have / 8;
   return DCR_OK;
 }

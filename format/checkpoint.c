@@ -86,6 +86,7 @@ static int read_safetensors(int fd, uint64_t size, const dcr_limits *lim, dcr__c
   memcpy(prefix, head, 8);
   rc = read_at(fd, prefix + 8, (size_t)n, 8, d);
   if (!rc) rc = dcr__safetensors_parse(prefix, prefix_length, size - 8 - n, lim, out, d);
+  if (!rc && (rc = dcr__safetensors_check_layout(out, size - 8 - n, d))) dcr__checkpoint_free(out);
   free(prefix);
   return rc;
 }

@@ -5,6 +5,8 @@
 #ifndef DCR_FORMAT_H
 #define DCR_FORMAT_H
 
+#include <zstd.h>
+
 #include "common.h"
 
 #define DCR__FOURCC(a, b, c, d) \
@@ -47,6 +49,17 @@ DCR_HIDDEN void dcr__section_header_write(uint8_t out[DCR__SECTION_HEADER_SIZE],
 DCR_HIDDEN int dcr__section_header_parse(const uint8_t *p, uint64_t offset,
                                          dcr__section *s, dcr_detail *d);
 DCR_HIDDEN void dcr__section_type_name(uint32_t type, char out[5]);
+/* ---- zstd_frame.c (§4.4): the zstd profile */
+/* Checks the frame at the start of `p` against the profile, before anything is
+ * allocated for it: a content size over max_size fails with size_code (a limit for
+ * sections), one other than exact_size (UINT64_MAX: any) with DCR_E_DECOMPRESS. */
+DCR_HIDDEN int dcr__zframe_check(const uint8_t *p, size_t available, uint64_t max_size,
+                                 int size_code, uint64_t exact_size, uint64_t *content_size,
+                                 size_t *frame_length, dcr_detail *d);
+/* Inflates a checked frame into exactly content_size bytes at `out`. */
+DCR_HIDDEN int dcr__zframe_decompress(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
+                                      uint8_t *out, size_t content_size, dcr_detail *d);
+
 /* Decompresses a section stored as one zstd frame (§4.4) into a new buffer. */
 DCR_HIDDEN int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max,
                                     uint8_t **out, size_t *out_length, dcr_detail *d);
@@ -84,7 +97,7 @@ DCR_HIDDEN uint64_t dcr__chunk_count(uint64_t byte_length, uint32_t chunk_size);
 /* Bytes in chunk c of entry e's target: chunk_size, or less for the last chunk. */
 DCR_HIDDEN size_t dcr__chunk_bytes(const dcr__manifest *m, const dcr__entry *e, uint64_t c);
 /* The largest target chunk: what buffers need, since a small bundle may declare
- * chunks of up to max_chunk_size (§14). At least 1. */
+ * chunks of up to max_chunk_size (§11). At least 1. */
 DCR_HIDDEN size_t dcr__max_chunk_bytes(const dcr__manifest *m);
 
 /* ---- identity.c (§7) */
@@ -102,6 +115,7 @@ DCR_HIDDEN int dcr__iden_parse(const uint8_t *p, size_t length, dcr__manifest *m
 typedef struct {
   uint32_t tensor, chunk;
   uint8_t encoding, compression;
+  uint16_t reserved; /* as read; checked in the order of §15 */
   uint32_t count;
   uint64_t base_check, target_check;
   uint64_t offset;         /* of the CHNK section */
@@ -109,10 +123,12 @@ typedef struct {
 } dcr__chunk;
 
 DCR_HIDDEN void dcr__chunk_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c);
-DCR_HIDDEN int dcr__chunk_record_parse(const uint8_t *p, dcr__chunk *c, dcr_detail *d);
+/* The record parsers only read fields; the checks follow the order of checks. */
+DCR_HIDDEN void dcr__chunk_record_parse(const uint8_t *p, dcr__chunk *c);
 DCR_HIDDEN void dcr__index_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c);
-DCR_HIDDEN int dcr__index_record_parse(const uint8_t *p, dcr__chunk *c, dcr_detail *d);
-/* Checks one index record against the manifest (§8.3): tensor, chunk, count. */
+DCR_HIDDEN void dcr__index_record_parse(const uint8_t *p, dcr__chunk *c);
+/* Checks a chunk record against the manifest (§8.2), in stored order: tensor,
+ * chunk, the reserved field, count. */
 DCR_HIDDEN int dcr__chunk_check(const dcr__chunk *c, const dcr__manifest *m, dcr_detail *d);
 
 /* ---- meta.c (§6.4) */

@@ -8,7 +8,7 @@ void dcr_limits_default(dcr_limits *l) {
   l->max_name_length = 4096;
   l->max_rank = 16;
   l->max_chunk_size = 1u << 30;
-  l->max_section_size = 1u << 30;
+  l->max_section_size = (uint64_t)1 << 31;
   l->max_header_size = 100000000;
   l->max_file_size = (uint64_t)1 << 48;
   l->max_bundle_size = (uint64_t)1 << 48;

@@ -55,16 +55,29 @@ static int take(cursor *c, size_t n, const uint8_t **out) {
   return DCR_OK;
 }
 
-/* Parses a descriptor; rank and dims are bounded by the payload before anything
- * is stored, since the dims pool was sized from the payload length. */
+/* Reads a little-endian field of `width` bytes: a field's own bytes come first in
+ * the order of checks (SPEC.md §15). */
+static int field(cursor *c, size_t width, uint64_t *v) {
+  const uint8_t *p = NULL;
+  int rc = take(c, width, &p);
+  if (rc) return rc;
+  *v = 0;
+  for (size_t i = width; i-- > 0;) *v = *v << 8 | p[i];
+  return DCR_OK;
+}
+
+/* Parses a descriptor field by field; rank is bounded by its limit before the dims
+ * are read, and the dims pool was sized from the payload length. */
 static int parse_desc(cursor *c, int with_offset, const dcr_limits *lim, dcr__desc *t,
                       uint64_t **pool) {
+  uint64_t v;
   const uint8_t *p = NULL;
-  int rc = take(c, 2, &p);
+  int rc = field(c, 1, &v);
   if (rc) return rc;
-  t->dtype = p[0];
-  t->rank = p[1];
+  t->dtype = (int)v;
   if (!dcr_dtype_size(t->dtype)) return dcr__fail(c->d, DCR_E_DTYPE, "unknown dtype code %d", t->dtype);
+  if ((rc = field(c, 1, &v))) return rc;
+  t->rank = (unsigned)v;
   if (t->rank > lim->max_rank)
     return dcr__fail(c->d, DCR_E_LIMIT, "rank %u exceeds the limit %llu", t->rank,
                      (unsigned long long)lim->max_rank);
@@ -84,8 +97,8 @@ static int by_offset(const void *a, const void *b) {
 }
 
 /* §6.2 rule on layout: target tensors tile [0, data_length) exactly. */
-static int check_layout(const dcr__manifest *m, const dcr_limits *lim, dcr_detail *d) {
-  uint64_t n = 0, total;
+static int check_layout(const dcr__manifest *m, dcr_detail *d) {
+  uint64_t n = 0;
   for (uint64_t i = 0; i < m->entry_count; i++) n += (m->entries[i].presence & DCR__HAS_TARGET) != 0;
   const dcr__desc **sorted = malloc((n ? n : 1) * sizeof *sorted);
   if (!sorted) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the layout table");
@@ -108,9 +121,6 @@ static int check_layout(const dcr__manifest *m, const dcr_limits *lim, dcr_detai
   if (end != m->data_length)
     return dcr__fail(d, DCR_E_LAYOUT, "target tensors cover %llu bytes; data length is %llu",
                      (unsigned long long)end, (unsigned long long)m->data_length);
-  if (dcr__add_overflow(m->prefix_length, m->data_length, &total) || total > lim->max_file_size)
-    return dcr__fail(d, DCR_E_LAYOUT, "target file size exceeds the limit %llu",
-                     (unsigned long long)lim->max_file_size);
   return DCR_OK;
 }
 
@@ -158,29 +168,37 @@ static int check_kind(const dcr__manifest *m, const dcr_limits *lim, dcr_detail 
   return rc;
 }
 
+/* The smallest entry: a 2-byte name length, a 1-byte name, presence, reserved and
+ * one rank-0 descriptor (dtype, rank, byte_length). */
+#define MIN_ENTRY_SIZE 15
+
 static int parse_entries(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
   uint64_t *pool = m->dims_pool;
   for (uint64_t i = 0; i < m->entry_count; i++) {
     dcr__entry *e = &m->entries[i];
     const uint8_t *p = NULL;
-    int rc = take(c, 2, &p);
+    uint64_t v;
+    int rc = field(c, 2, &v);
     if (rc) return rc;
-    e->name_length = dcr__le16(p);
+    e->name_length = (uint16_t)v;
+    if (e->name_length > lim->max_name_length)
+      return dcr__fail(c->d, DCR_E_LIMIT, "name length %u exceeds the limit %llu", e->name_length,
+                       (unsigned long long)lim->max_name_length);
     if ((rc = take(c, e->name_length, &p))) return rc;
     e->name = (const char *)p;
     dcr__detail_tensor(c->d, i, e->name, e->name_length);
-    if (!e->name_length || e->name_length > lim->max_name_length)
-      return dcr__fail(c->d, DCR_E_NAME, "name length %u outside 1..%llu", e->name_length,
-                       (unsigned long long)lim->max_name_length);
+    if (!e->name_length) return dcr__fail(c->d, DCR_E_NAME, "empty name");
     if (!dcr__utf8_valid(p, e->name_length))
-      return dcr__fail(c->d, DCR_E_NAME, "name is not valid UTF-8");
+      return dcr__fail(c->d, DCR_E_NAME, "name is not valid UTF-8 or contains U+0000");
     if (i && dcr__name_cmp(e[-1].name, e[-1].name_length, e->name, e->name_length) >= 0)
       return dcr__fail(c->d, DCR_E_NAME, "name does not sort after the previous one");
-    if ((rc = take(c, 2, &p))) return rc;
-    e->presence = p[0];
-    if (p[1] || (e->presence & ~3u))
-      return dcr__fail(c->d, DCR_E_RESERVED, "reserved entry bits set");
+    if ((rc = field(c, 1, &v))) return rc;
+    e->presence = (uint8_t)v;
+    if (e->presence & ~3u)
+      return dcr__fail(c->d, DCR_E_RESERVED, "reserved presence bits 0x%02x set", e->presence);
     if (!e->presence) return dcr__fail(c->d, DCR_E_MANIFEST, "entry present on neither side");
+    if ((rc = field(c, 1, &v))) return rc;
+    if (v) return dcr__fail(c->d, DCR_E_RESERVED, "reserved entry byte is 0x%02x", (unsigned)v);
     if ((e->presence & DCR__HAS_BASE) && (rc = parse_desc(c, 0, lim, &e->base, &pool))) return rc;
     if ((e->presence & DCR__HAS_TARGET) && (rc = parse_desc(c, 1, lim, &e->target, &pool)))
       return rc;
@@ -189,52 +207,55 @@ static int parse_entries(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
   return DCR_OK;
 }
 
+/* The fixed fields, in stored order (SPEC.md §6.2). */
+static int parse_fixed(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
+  uint64_t v, total;
+  int rc = field(c, 4, &v);
+  if (rc) return rc;
+  m->entry_count = v;
+  if (m->entry_count > lim->max_tensors)
+    return dcr__fail(c->d, DCR_E_LIMIT, "%llu tensors exceed the limit %llu",
+                     (unsigned long long)m->entry_count, (unsigned long long)lim->max_tensors);
+  if ((rc = field(c, 4, &v))) return rc;
+  m->chunk_size = (uint32_t)v;
+  if (m->chunk_size > lim->max_chunk_size)
+    return dcr__fail(c->d, DCR_E_LIMIT, "chunk size %u exceeds the limit %llu", m->chunk_size,
+                     (unsigned long long)lim->max_chunk_size);
+  if (m->chunk_size < DCR__MIN_CHUNK_SIZE || (m->chunk_size & (m->chunk_size - 1)))
+    return dcr__fail(c->d, DCR_E_MANIFEST, "chunk size %u is not a power of two of at least 4096",
+                     m->chunk_size);
+  if ((rc = field(c, 1, &v))) return rc;
+  m->kind = (int)v;
+  if (m->kind != DCR_KIND_RAW && m->kind != DCR_KIND_SAFETENSORS)
+    return dcr__fail(c->d, DCR_E_MANIFEST, "unknown checkpoint kind %d", m->kind);
+  for (int i = 9; i < 16; i++) {
+    if ((rc = field(c, 1, &v))) return rc;
+    if (v) return dcr__fail(c->d, DCR_E_RESERVED, "reserved manifest byte %d is 0x%02x", i, (unsigned)v);
+  }
+  if ((rc = field(c, 8, &m->prefix_length)) || (rc = field(c, 8, &m->data_length))) return rc;
+  if (dcr__add_overflow(m->prefix_length, m->data_length, &total) || total > lim->max_file_size)
+    return dcr__fail(c->d, DCR_E_LIMIT, "target file of %llu + %llu bytes exceeds the limit %llu",
+                     (unsigned long long)m->prefix_length, (unsigned long long)m->data_length,
+                     (unsigned long long)lim->max_file_size);
+  if (m->prefix_length > c->left)
+    return dcr__fail(c->d, DCR_E_TRUNCATED, "prefix of %llu bytes exceeds the manifest",
+                     (unsigned long long)m->prefix_length);
+  if ((rc = take(c, (size_t)m->prefix_length, &m->prefix))) return rc;
+  /* Both bounds come from the bytes present, so nothing is allocated for what is
+   * not there. */
+  if (m->entry_count > c->left / MIN_ENTRY_SIZE)
+    return dcr__fail(c->d, DCR_E_TRUNCATED, "%llu entries cannot fit in %zu bytes",
+                     (unsigned long long)m->entry_count, c->left);
+  return DCR_OK;
+}
+
 int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,
                         dcr__manifest *m, dcr_detail *d) {
   memset(m, 0, sizeof *m);
   m->storage = payload;
   cursor c = {payload, length, d};
-  const uint8_t *p = NULL;
-  int rc = take(&c, FIXED_SIZE, &p);
+  int rc = parse_fixed(&c, lim, m);
   if (rc) goto fail;
-  m->entry_count = dcr__le32(p);
-  m->chunk_size = dcr__le32(p + 4);
-  m->kind = p[8];
-  m->prefix_length = dcr__le64(p + 16);
-  m->data_length = dcr__le64(p + 24);
-  for (int i = 9; i < 16; i++)
-    if (p[i]) {
-      rc = dcr__fail(d, DCR_E_RESERVED, "reserved manifest byte %d is 0x%02x", i, p[i]);
-      goto fail;
-    }
-  if (m->entry_count > lim->max_tensors) {
-    rc = dcr__fail(d, DCR_E_LIMIT, "%llu tensors exceed the limit %llu",
-                   (unsigned long long)m->entry_count, (unsigned long long)lim->max_tensors);
-    goto fail;
-  }
-  if (m->chunk_size < DCR__MIN_CHUNK_SIZE || m->chunk_size > lim->max_chunk_size ||
-      (m->chunk_size & (m->chunk_size - 1))) {
-    rc = dcr__fail(d, DCR_E_MANIFEST, "chunk size %u is not a power of two in 4096..%llu",
-                   m->chunk_size, (unsigned long long)lim->max_chunk_size);
-    goto fail;
-  }
-  if (m->kind != DCR_KIND_RAW && m->kind != DCR_KIND_SAFETENSORS) {
-    rc = dcr__fail(d, DCR_E_MANIFEST, "unknown checkpoint kind %d", m->kind);
-    goto fail;
-  }
-  if (m->prefix_length > c.left) {
-    rc = dcr__fail(d, DCR_E_TRUNCATED, "prefix of %llu bytes exceeds the manifest",
-                   (unsigned long long)m->prefix_length);
-    goto fail;
-  }
-  if ((rc = take(&c, (size_t)m->prefix_length, &m->prefix))) goto fail;
-  /* Each entry takes at least 6 bytes, and each dimension 8: both bounds come from
-   * the bytes present, so nothing is allocated for what is not there. */
-  if (m->entry_count > c.left / 6) {
-    rc = dcr__fail(d, DCR_E_TRUNCATED, "%llu entries cannot fit in %zu bytes",
-                   (unsigned long long)m->entry_count, c.left);
-    goto fail;
-  }
   m->entries = calloc(m->entry_count ? m->entry_count : 1, sizeof *m->entries);
   m->dims_pool = malloc((c.left / 8 + 1) * sizeof *m->dims_pool);
   if (!m->entries || !m->dims_pool) {
@@ -246,7 +267,7 @@ int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,
     rc = dcr__fail(d, DCR_E_MANIFEST, "%zu bytes left after the last entry", c.left);
     goto fail;
   }
-  if ((rc = check_layout(m, lim, d)) || (rc = check_kind(m, lim, d))) goto fail;
+  if ((rc = check_layout(m, d)) || (rc = check_kind(m, lim, d))) goto fail;
   return DCR_OK;
 fail:
   dcr__manifest_free(m);

@@ -11,14 +11,17 @@ void dcr__meta_free(dcr__metadata *m) {
   memset(m, 0, sizeof *m);
 }
 
-/* Parses into NUL-terminated copies so callers get C strings. */
+/* The smallest pair: a 2-byte key length, a 1-byte key, a 4-byte value length. */
+#define MIN_PAIR_SIZE 7
+
+/* Parses into NUL-terminated copies so callers get C strings (U+0000 is refused,
+ * so none is cut short). Fields are checked in stored order (SPEC.md §6.4). */
 int dcr__meta_parse(const uint8_t *p, size_t length, const dcr_limits *lim,
                     dcr__metadata *out, dcr_detail *d) {
   memset(out, 0, sizeof *out);
   if (length < 4) return dcr__fail(d, DCR_E_TRUNCATED, "metadata shorter than its count");
   uint64_t count = dcr__le32(p);
-  /* each pair takes at least 6 bytes, so count is bounded by the payload */
-  if (count > (length - 4) / 6)
+  if (count > (length - 4) / MIN_PAIR_SIZE)
     return dcr__fail(d, DCR_E_TRUNCATED, "%llu metadata pairs cannot fit in %zu bytes",
                      (unsigned long long)count, length);
   out->pairs = calloc(count ? count : 1, sizeof *out->pairs);
@@ -32,6 +35,7 @@ int dcr__meta_parse(const uint8_t *p, size_t length, const dcr_limits *lim,
   int rc = DCR_OK;
   for (uint64_t i = 0; i < count && !rc; i++) {
     for (int part = 0; part < 2 && !rc; part++) {
+      const char *what = part ? "value" : "key";
       size_t width = part ? 4 : 2;
       if (length - at < width) {
         rc = dcr__fail(d, DCR_E_TRUNCATED, "metadata ends inside pair %llu", (unsigned long long)i);
@@ -39,16 +43,16 @@ int dcr__meta_parse(const uint8_t *p, size_t length, const dcr_limits *lim,
       }
       size_t n = part ? dcr__le32(p + at) : dcr__le16(p + at);
       at += width;
-      if (length - at < n) {
-        rc = dcr__fail(d, DCR_E_TRUNCATED, "metadata pair %llu runs past the section",
+      if (!part && n > lim->max_name_length)
+        rc = dcr__fail(d, DCR_E_LIMIT, "metadata key %llu is %zu bytes, over the limit %llu",
+                       (unsigned long long)i, n, (unsigned long long)lim->max_name_length);
+      else if (length - at < n)
+        rc = dcr__fail(d, DCR_E_TRUNCATED, "metadata %s %llu runs past the section", what,
                        (unsigned long long)i);
-        break;
-      }
-      if (!dcr__utf8_valid(p + at, n) || (!part && (!n || n > lim->max_name_length))) {
-        rc = dcr__fail(d, DCR_E_MANIFEST, "metadata pair %llu: %s is empty, too long or not UTF-8",
-                       (unsigned long long)i, part ? "value" : "key");
-        break;
-      }
+      else if ((!part && !n) || !dcr__utf8_valid(p + at, n))
+        rc = dcr__fail(d, DCR_E_MANIFEST, "metadata %s %llu is empty, not UTF-8 or holds U+0000",
+                       what, (unsigned long long)i);
+      if (rc) break;
       memcpy(s, p + at, n);
       s[n] = '\0';
       if (part) out->pairs[i].value = s;

@@ -130,7 +130,8 @@ static int add_chunk(walk *w, const dcr__section *s) {
   int rc = dcr__source_get(&r->src, s->offset + DCR__SECTION_HEADER_SIZE, DCR__RECORD_SIZE,
                            &w->scratch, &w->capacity, &rec, w->d);
   dcr__chunk *c = &r->chunks[r->chunk_count];
-  if (rc || (rc = dcr__chunk_record_parse(rec, c, w->d))) return rc;
+  if (rc) return rc;
+  dcr__chunk_record_parse(rec, c);
   c->offset = s->offset;
   c->payload_length = s->length;
   if ((rc = dcr__chunk_check(c, &r->man, w->d))) return rc;
@@ -142,7 +143,8 @@ static int chunk_key_less(const dcr__chunk *a, const dcr__chunk *b) {
   return a->tensor < b->tensor || (a->tensor == b->tensor && a->chunk < b->chunk);
 }
 
-/* §8.3: the index must repeat, in order, exactly what the CHNK sections say. */
+/* §8.3: the index must repeat, in order, exactly what the CHNK sections say;
+ * each record's fields are checked in stored order. */
 static int parse_index(walk *w, const uint8_t *p, size_t length) {
   dcr_reader *r = w->r;
   if (length % DCR__RECORD_SIZE || length / DCR__RECORD_SIZE != r->chunk_count)
@@ -151,22 +153,24 @@ static int parse_index(walk *w, const uint8_t *p, size_t length) {
   for (uint64_t i = 0; i < r->chunk_count; i++) {
     dcr__chunk c;
     const dcr__chunk *s = &r->chunks[i];
-    int rc = dcr__index_record_parse(p + i * DCR__RECORD_SIZE, &c, w->d);
-    if (rc) return rc;
+    const char *wrong = NULL;
+    dcr__index_record_parse(p + i * DCR__RECORD_SIZE, &c);
     if (w->d) w->d->offset = w->indx_offset + DCR__SECTION_HEADER_SIZE + i * DCR__RECORD_SIZE;
-    if (i && !chunk_key_less(&r->chunks[i - 1], s)) {
-      dcr__detail_tensor(w->d, s->tensor, NULL, 0);
-      dcr__detail_chunk(w->d, s->chunk);
+    dcr__detail_tensor(w->d, c.tensor, NULL, 0);
+    dcr__detail_chunk(w->d, c.chunk);
+    if (c.offset != s->offset) wrong = "offset";
+    else if (c.tensor != s->tensor || c.chunk != s->chunk) wrong = "tensor or chunk";
+    else if (i && !chunk_key_less(&r->chunks[i - 1], s))
       return dcr__fail(w->d, DCR_E_INDEX, "chunks are not in strictly increasing order");
-    }
-    if (c.offset != s->offset || c.tensor != s->tensor || c.chunk != s->chunk ||
-        c.encoding != s->encoding || c.compression != s->compression || c.count != s->count ||
-        c.payload_length != s->payload_length) {
-      dcr__detail_tensor(w->d, c.tensor, NULL, 0);
-      dcr__detail_chunk(w->d, c.chunk);
-      return dcr__fail(w->d, DCR_E_INDEX, "index record %llu disagrees with the CHNK section "
-                       "at offset %llu", (unsigned long long)i, (unsigned long long)s->offset);
-    }
+    else if (c.encoding != s->encoding || c.compression != s->compression)
+      wrong = "encoding or compression";
+    else if (c.reserved)
+      return dcr__fail(w->d, DCR_E_RESERVED, "index record reserved field is 0x%04x", c.reserved);
+    else if (c.count != s->count || c.payload_length != s->payload_length)
+      wrong = "count or payload length";
+    if (wrong)
+      return dcr__fail(w->d, DCR_E_INDEX, "index record %llu: %s disagrees with the CHNK section "
+                       "at offset %llu", (unsigned long long)i, wrong, (unsigned long long)s->offset);
   }
   return DCR_OK;
 }

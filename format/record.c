@@ -14,18 +14,15 @@ void dcr__chunk_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c)
   dcr__put64(out + 24, c->target_check);
 }
 
-int dcr__chunk_record_parse(const uint8_t *p, dcr__chunk *c, dcr_detail *d) {
+void dcr__chunk_record_parse(const uint8_t *p, dcr__chunk *c) {
   c->tensor = dcr__le32(p);
   c->chunk = dcr__le32(p + 4);
   c->encoding = p[8];
   c->compression = p[9];
+  c->reserved = dcr__le16(p + 10);
   c->count = dcr__le32(p + 12);
   c->base_check = dcr__le64(p + 16);
   c->target_check = dcr__le64(p + 24);
-  if (dcr__le16(p + 10))
-    return dcr__fail(d, DCR_E_RESERVED, "chunk record reserved field is 0x%04x",
-                     dcr__le16(p + 10));
-  return DCR_OK;
 }
 
 void dcr__index_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c) {
@@ -39,18 +36,15 @@ void dcr__index_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c)
   dcr__put64(out + 24, c->payload_length);
 }
 
-int dcr__index_record_parse(const uint8_t *p, dcr__chunk *c, dcr_detail *d) {
+void dcr__index_record_parse(const uint8_t *p, dcr__chunk *c) {
   c->offset = dcr__le64(p);
   c->tensor = dcr__le32(p + 8);
   c->chunk = dcr__le32(p + 12);
   c->encoding = p[16];
   c->compression = p[17];
+  c->reserved = dcr__le16(p + 18);
   c->count = dcr__le32(p + 20);
   c->payload_length = dcr__le64(p + 24);
-  if (dcr__le16(p + 18))
-    return dcr__fail(d, DCR_E_RESERVED, "index record reserved field is 0x%04x",
-                     dcr__le16(p + 18));
-  return DCR_OK;
 }
 
 int dcr__chunk_check(const dcr__chunk *c, const dcr__manifest *m, dcr_detail *d) {
@@ -66,6 +60,8 @@ int dcr__chunk_check(const dcr__chunk *c, const dcr__manifest *m, dcr_detail *d)
   if (c->chunk >= chunks)
     return dcr__fail(d, DCR_E_INDEX, "chunk %u out of range (tensor has %llu chunks)",
                      c->chunk, (unsigned long long)chunks);
+  if (c->reserved)
+    return dcr__fail(d, DCR_E_RESERVED, "chunk record reserved field is 0x%04x", c->reserved);
   uint64_t n = dcr__chunk_bytes(m, e, c->chunk) / dcr_dtype_size(e->target.dtype);
   if (c->count == 0 || c->count > n)
     return dcr__fail(d, DCR_E_INDEX, "count %u outside 1..%llu", c->count,

@@ -189,7 +189,7 @@ static int parse_tensor(const char *name, size_t name_length, json_t *v, const d
 
   if (!name_length) return fail_tensor(d, name, 0, DCR_E_NAME, "empty tensor name");
   if (name_length > lim->max_name_length)
-    return fail_tensor(d, name, name_length, DCR_E_NAME,
+    return fail_tensor(d, name, name_length, DCR_E_LIMIT,
                        "tensor name is %zu bytes, over the limit of %llu", name_length,
                        (unsigned long long)lim->max_name_length);
   if (!dcr__utf8_valid((const uint8_t *)name, name_length))
@@ -294,8 +294,8 @@ static int by_offset(const void *a, const void *b) {
   return dcr__name_cmp(x->name, x->name_length, y->name, y->name_length);
 }
 
-/* Rule 6: sorted by (begin, end), the tensors tile [0, data_length) exactly. */
-static int check_layout(const dcr__checkpoint *c, uint64_t data_length, dcr_detail *d) {
+int dcr__safetensors_check_layout(const dcr__checkpoint *c, uint64_t data_length,
+                                  dcr_detail *d) {
   if (!c->count) {
     if (!data_length) return DCR_OK;
     return dcr__fail(d, DCR_E_LAYOUT, "no tensors, but the data region is %llu bytes",
@@ -338,7 +338,7 @@ static int check_layout(const dcr__checkpoint *c, uint64_t data_length, dcr_deta
   return rc;
 }
 
-static int parse_root(json_t *root, uint64_t data_length, const dcr_limits *lim,
+static int parse_root(json_t *root, const dcr_limits *lim,
                       dcr__checkpoint *out, dcr_detail *d) {
   const char *key;
   json_t *value;
@@ -377,8 +377,6 @@ static int parse_root(json_t *root, uint64_t data_length, const dcr_limits *lim,
     used += out->tensors[i].desc.rank;
     i++;
   }
-  int rc = check_layout(out, data_length, d);
-  if (rc) return rc;
   if (count) qsort(out->tensors, count, sizeof *out->tensors, by_name);
   return DCR_OK;
 }
@@ -414,7 +412,7 @@ int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length, uint64_t
    * about where a name ends. */
   json_t *root = json_loadb((const char *)prefix + 8, (size_t)n, JSON_REJECT_DUPLICATES, &error);
   if (!root) return json_failure(prefix + 8, (size_t)n, &error, d);
-  int rc = parse_root(root, data_length, lim, out, d);
+  int rc = parse_root(root, lim, out, d);
   json_decref(root);
   if (!rc && prefix_length && !(out->prefix = malloc(prefix_length)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate a %zu-byte prefix", prefix_length);

@@ -3,7 +3,6 @@
  */
 #include <stdlib.h>
 #include "xxh.h"
-#include <zstd.h>
 
 #include "format.h"
 
@@ -47,22 +46,21 @@ int dcr__section_header_parse(const uint8_t *p, uint64_t offset, dcr__section *s
 int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max, uint8_t **out,
                          size_t *out_length, dcr_detail *d) {
   *out = NULL;
-  size_t frame = ZSTD_findFrameCompressedSize(stored, length);
-  if (ZSTD_isError(frame) || frame != length)
+  uint64_t size;
+  size_t frame;
+  int rc = dcr__zframe_check(stored, length, max < SIZE_MAX - 1 ? max : SIZE_MAX - 1,
+                             DCR_E_LIMIT, UINT64_MAX, &size, &frame, d);
+  if (rc) return rc;
+  if (frame != length)
     return dcr__fail(d, DCR_E_DECOMPRESS, "payload is not exactly one zstd frame");
-  unsigned long long size = ZSTD_getFrameContentSize(stored, length);
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame does not declare its content size");
-  if (size > max || size > SIZE_MAX - 1)
-    return dcr__fail(d, DCR_E_LIMIT, "declared decompressed size %llu exceeds the limit %llu",
-                     size, (unsigned long long)max);
   uint8_t *buf = malloc(size ? (size_t)size : 1);
-  if (!buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu bytes", size);
-  size_t got = ZSTD_decompress(buf, (size_t)size, stored, length);
-  if (ZSTD_isError(got) || got != size) {
+  ZSTD_DCtx *dctx = ZSTD_createDCtx();
+  if (!buf || !dctx) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu bytes", (unsigned long long)size);
+  else rc = dcr__zframe_decompress(dctx, stored, frame, buf, (size_t)size, d);
+  ZSTD_freeDCtx(dctx);
+  if (rc) {
     free(buf);
-    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame: %s",
-                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size differs from declared");
+    return rc;
   }
   *out = buf;
   *out_length = (size_t)size;

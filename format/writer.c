@@ -29,6 +29,12 @@ static int write_section(dcr__writer *w, uint32_t type, uint8_t compression, con
                          size_t head_length, const void *body, size_t body_length,
                          uint64_t *offset, dcr_detail *d) {
   static const uint8_t zeros[64];
+  dcr_limits lim;
+  dcr_limits_default(&lim);
+  /* §16.1 (R-WRT-2): nothing a reader with the default limits would refuse. */
+  if (head_length + body_length > lim.max_section_size)
+    return dcr__fail(d, DCR_E_LIMIT, "a section of %zu bytes is over the default limit %llu",
+                     head_length + body_length, (unsigned long long)lim.max_section_size);
   XXH3_state_t st;
   XXH3_INITSTATE(&st);
   XXH3_64bits_reset(&st);
@@ -56,6 +62,11 @@ int dcr__writer_section(dcr__writer *w, uint32_t type, const void *head, size_t 
 
 int dcr__writer_packed_section(dcr__writer *w, uint32_t type, const void *payload,
                                size_t length, dcr_detail *d) {
+  dcr_limits lim;
+  dcr_limits_default(&lim);
+  if (length > lim.max_section_size) /* its decompressed size is bounded too (§4.4) */
+    return dcr__fail(d, DCR_E_LIMIT, "a section of %zu bytes is over the default limit %llu",
+                     length, (unsigned long long)lim.max_section_size);
   if (w->level > 0) {
     size_t cap = ZSTD_compressBound(length);
     uint8_t *z = malloc(cap);

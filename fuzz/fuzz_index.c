@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* an index record that repeats the chunk record, as a writer would */
     dcr__chunk c;
     memset(&c, 0, sizeof c);
-    if (n >= DCR__RECORD_SIZE) (void)dcr__chunk_record_parse(p, &c, NULL);
+    if (n >= DCR__RECORD_SIZE) dcr__chunk_record_parse(p, &c);
     c.offset = at;
     c.payload_length = n;
     dcr__index_record_write(index + made * DCR__RECORD_SIZE, &c);

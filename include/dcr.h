@@ -302,7 +302,9 @@ DCR_API void dcr_apply_options_default(dcr_apply_options *options);
 /* Applies an open bundle to base_path and writes the target to out_path, through a
  * temporary file in the same directory that is renamed only when every check of
  * SPEC.md §10 has passed. On failure nothing is left at out_path (an existing file
- * there is untouched). */
+ * there is untouched). A base_path that already holds the bundle's target is
+ * accepted too (§10.2: re-applying is a no-op), so a retried job succeeds; the
+ * output is then the target. out_path may be NULL to check without writing. */
 DCR_API int dcr_apply(dcr_reader *reader, const char *base_path, const char *out_path,
                       const dcr_apply_options *options, dcr_detail *detail);
 

@@ -6,7 +6,9 @@
 #
 # Checks the index itself (testvectors/schema.json; every file's sha256 with
 # sha256sum; no unlisted file; every SPEC.md error code that a bundle can cause has
-# an invalid vector; every "covers" id exists in SPEC.md), then runs
+# an invalid vector; every requirement id [R-...] of SPEC.md is covered by a vector
+# or listed in requirements_without_vectors, and every id the index names exists
+# in SPEC.md; the counts, repair checks included), then runs
 #   dcr validate --json BUNDLE [--base BASE] [--target TARGET]
 # for each vector and compares the exit status, "valid", errors[0].code and its
 # stage (and every code, where the index lists all_errors) with the index; for valid
@@ -49,7 +51,7 @@ def check_schema(value, schema, defs, path):
         ok = sum(1 for s in schema["oneOf"] if not check_schema(value, s, defs, path))
         return [] if ok == 1 else ["%s: matches %d of oneOf" % (path, ok)]
     errs = []
-    types = {"object": dict, "array": list, "string": str, "null": type(None)}
+    types = {"object": dict, "array": list, "string": str, "null": type(None), "boolean": bool}
     t = schema.get("type")
     if t == "integer":
         if not isinstance(value, int) or isinstance(value, bool):
@@ -152,7 +154,7 @@ for code in sorted(spec_codes):
         fail("%s has no invalid vector and is not in codes_without_vectors" % code)
     if code in tested and code in untestable:
         fail("%s has vectors but is listed in codes_without_vectors" % code)
-ids = set(re.findall(r"\*\*\[(R-[A-Z]+-\d+)\]\*\*", spec))
+ids = set(re.findall(r"\[(R-[A-Z]+-[0-9]+)\]", spec))
 sections = set(re.findall(r"^#+ (\d+(?:\.\d+)*)\.? ", spec, re.M))
 seen_ids, used_flags = set(), set()
 for v in vectors:
@@ -172,9 +174,20 @@ for v in vectors:
         fail("%s: error and stage must be null exactly for valid vectors" % v["id"])
     if v["error"] and v["error"] not in CODES[1:]:
         fail("%s: unknown error code %s" % (v["id"], v["error"]))
+    if ("repair_checked" in v) != (v["result"] == "invalid"):
+        fail("%s: repair_checked must be given exactly for invalid vectors" % v["id"])
 for fl in sorted(set(index["flags"]) - used_flags):
     fail("flag %s is declared but unused" % fl)
-counts = {r: sum(v["result"] == r for v in vectors) for r in ("valid", "invalid", "acceptable")}
+covered = {c for v in vectors for c in v["covers"] if c.startswith("R-")}
+without = set(index["requirements_without_vectors"])
+for r in sorted(ids - covered - without):
+    fail("SPEC.md requirement %s is in no vector's covers nor in requirements_without_vectors" % r)
+for r in sorted(without - ids):
+    fail("requirements_without_vectors lists %s, which SPEC.md does not define" % r)
+for r in sorted(without & covered):
+    fail("requirements_without_vectors lists %s, which vectors cover" % r)
+counts = {r: sum(v["result"] == r for v in vectors) for r in ("valid", "invalid")}
+counts["repair_checked"] = sum(v.get("repair_checked") is True for v in vectors)
 if counts != index["counts"]:
     fail("counts %r, index says %r" % (counts, index["counts"]))
 
@@ -211,10 +224,8 @@ for v in vectors:
         ok = False
     if v["result"] == "valid":
         accepted = got == "valid"
-    elif v["result"] == "invalid":
-        accepted = got == v["error"] and got_stage == STAGE[v["stage"]]
     else:
-        accepted = got == "valid" or (got == v["error"] and got_stage == STAGE[v["stage"]])
+        accepted = got == v["error"] and got_stage == STAGE[v["stage"]]
     if not accepted:
         msg = errs[0].get("message") if errs else ""
         fail("%s: expected %s%s, got %s%s (%s)"
@@ -241,8 +252,8 @@ for v in vectors:
                 ok = False
     passed += ok
 
-print("conformance (dcr CLI): %d of %d vectors passed (%d valid, %d invalid, %d acceptable); "
-      "%d failures" % (passed, len(vectors), counts["valid"], counts["invalid"],
-                       counts["acceptable"], len(failures)))
+print("conformance (dcr CLI): %d of %d vectors passed (%d valid, %d invalid, %d of them with a "
+      "repair check); %d failures" % (passed, len(vectors), counts["valid"], counts["invalid"],
+                                      counts["repair_checked"], len(failures)))
 sys.exit(1 if failures else 0)
 PYEOF

@@ -88,7 +88,7 @@ static size_t put_stream(uint8_t *out, int compression, const uint8_t *s, size_t
 
 /* Capacity for the encoded data of a chunk of n elements of esize bytes. */
 static size_t encoded_capacity(size_t n, unsigned esize) {
-  return ZSTD_compressBound(DCR__POSITIONS_BOUND(n, n) + 16) + ZSTD_compressBound(n * esize + 16) + 64;
+  return ZSTD_compressBound(DCR__POSITIONS_BOUND(n) + 16) + ZSTD_compressBound(n * esize + 16) + 64;
 }
 
 /* Builds, by hand, the encoded data of base -> target with a given encoding and
@@ -112,7 +112,7 @@ static size_t build_encoded(int encoding, int compression, const uint8_t *base,
                             uint32_t *count) {
   uint32_t *pos = xmalloc(n * sizeof *pos);
   uint8_t *values = xmalloc(n * esize), *planes = xmalloc(n * esize);
-  uint8_t *varints = xmalloc(DCR__POSITIONS_BOUND(n, n));
+  uint8_t *varints = xmalloc(DCR__POSITIONS_BOUND(n));
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (memcmp(base + i * esize, target + i * esize, esize)) pos[k++] = (uint32_t)i;
@@ -280,10 +280,10 @@ static unsigned cheapest_rice_k(const uint32_t *pos, size_t count) {
 }
 
 static void check_positions_round_trip(const uint32_t *pos, size_t count, size_t n) {
-  uint8_t *buf = xmalloc(DCR__POSITIONS_BOUND(count, n));
+  uint8_t *buf = xmalloc(DCR__POSITIONS_BOUND(n));
   uint32_t *back = xmalloc(count * sizeof *back + 4);
   size_t length = dcr__positions_write(buf, pos, count), used = 12345;
-  assert_true(length >= 1 && length <= DCR__POSITIONS_BOUND(count, n));
+  assert_true(length >= 1 && length <= DCR__POSITIONS_BOUND(n));
   assert_int_equal(buf[0], cheapest_rice_k(pos, count));
   assert_int_equal(read_positions(buf, length, count, n, back, &used), DCR_OK);
   assert_int_equal(used, length);
@@ -362,10 +362,33 @@ static void test_pos1_empty_stream_or_bad_parameter_is_rejected(void **state) {
   assert_int_equal(read_positions((const uint8_t *)"", 0, 1, 10, pos, &used), DCR_E_POSITION);
   const uint8_t k32[] = {32, 0x00};
   assert_int_equal(read_positions(k32, 2, 1, 10, pos, &used), DCR_E_POSITION);
+  /* position 0 costs 1 bit with k = 0 and 32 with k = 31: only k = 0 is canonical */
   const uint8_t k31[] = {31, 0x00, 0x00, 0x00, 0x00};
-  assert_int_equal(read_positions(k31, 5, 1, 10, pos, &used), DCR_OK);
+  assert_int_equal(read_positions(k31, 5, 1, 10, pos, &used), DCR_E_POSITION);
+  const uint8_t k0[] = {0, 0x00};
+  assert_int_equal(read_positions(k0, 2, 1, 10, pos, &used), DCR_OK);
   assert_int_equal(pos[0], 0);
-  assert_int_equal(used, 5);
+  assert_int_equal(used, 2);
+}
+
+/* §9.1: positions 1, 4, 8 (gaps 1, 2, 3) cost 9, 8 and 9 bits with k = 0, 1, 2;
+ * only k = 1 is accepted, and a tie goes to the smaller k. */
+static void test_pos1_only_the_smallest_best_parameter_is_accepted(void **state) {
+  (void)state;
+  uint32_t pos[3];
+  size_t used;
+  const uint8_t k1[] = {1, 0xA6}, k0[] = {0, 0xED, 0x00}, k2[] = {2, 0xA2, 0x01};
+  assert_int_equal(read_positions(k1, sizeof k1, 3, 10, pos, &used), DCR_OK);
+  assert_int_equal(pos[2], 8);
+  assert_int_equal(read_positions(k0, sizeof k0, 3, 10, pos, &used), DCR_E_POSITION);
+  assert_int_equal(read_positions(k2, sizeof k2, 3, 10, pos, &used), DCR_E_POSITION);
+  /* gaps 1 and 2 cost 5 bits with k = 0 and with k = 1: k = 0 */
+  const uint32_t tie[] = {1, 4};
+  uint8_t buf[8];
+  dcr__positions_write(buf, tie, 2);
+  assert_int_equal(buf[0], 0);
+  const uint8_t tie1[] = {1, 0x06};
+  assert_int_equal(read_positions(tie1, sizeof tie1, 2, 10, pos, &used), DCR_E_POSITION);
 }
 
 static void test_pos1_stream_ending_inside_a_gap_is_rejected(void **state) {
@@ -758,7 +781,7 @@ static void test_cmp3_frame_size_differs_from_stream_is_rejected(void **state) {
   dcr__chunk c = record(DCR_ENC_XOR_SPARSE, DCR_COMP_ZSTD, 2);
   assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
   /* a position frame above its bound for 2 positions: DCR_E_DECOMPRESS (§9.3) */
-  uint8_t many[DCR__POSITIONS_BOUND(2, FX_N) + 1];
+  uint8_t many[DCR__POSITIONS_BOUND(FX_N) + 1];
   memset(many, 0, sizeof many);
   length = put_stream(f.data, DCR_COMP_ZSTD, many, sizeof many);
   length += put_stream(f.data + length, DCR_COMP_ZSTD, values, 2 * FX_E);
@@ -894,7 +917,7 @@ static void test_cmp3_sparse_count_above_n_fails_without_overrun(void **state) {
   (void)state;
   const size_t chunk_size = 4096, n = 4096; /* esize 1: n = chunk_size */
   const uint32_t count = (uint32_t)n + 1;
-  size_t declared = DCR__POSITIONS_BOUND(count, n); /* past the position buffer */
+  size_t declared = DCR__POSITIONS_BOUND(n); /* past the position buffer */
   uint8_t *varints = calloc(declared, 1);
   uint8_t *data = xmalloc(ZSTD_compressBound(declared) + 64);
   assert_non_null(varints);
@@ -903,7 +926,7 @@ static void test_cmp3_sparse_count_above_n_fails_without_overrun(void **state) {
 
   dcr__chunk_decoder dd;
   assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size), DCR_OK);
-  const size_t room = DCR__POSITIONS_BOUND(chunk_size, chunk_size), guard = 64;
+  const size_t room = DCR__POSITIONS_BOUND(chunk_size), guard = 64;
   uint8_t *own = dd.pos_stream, *guarded = xmalloc(room + guard);
   memset(guarded, 0xCD, room + guard);
   dd.pos_stream = guarded;
@@ -1057,6 +1080,7 @@ int main(void) {
       cmocka_unit_test(test_pos_round_trip_large_gaps),
       cmocka_unit_test(test_pos_rice_bytes_exactly),
       cmocka_unit_test(test_pos1_empty_stream_or_bad_parameter_is_rejected),
+      cmocka_unit_test(test_pos1_only_the_smallest_best_parameter_is_accepted),
       cmocka_unit_test(test_pos1_stream_ending_inside_a_gap_is_rejected),
       cmocka_unit_test(test_pos1_nonzero_padding_is_rejected),
       cmocka_unit_test(test_pos1_position_past_chunk_is_rejected),

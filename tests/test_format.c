@@ -526,6 +526,103 @@ static void test_cmp1_section_inflate(void **state) {
   assert_int_equal(inflate(frame, o.pos, 1 << 30, &n), DCR_E_DECOMPRESS);
 }
 
+/* A frame written byte by byte (RFC 8878): magic, frame header descriptor, the
+ * optional window descriptor, dictionary id and content size fields, then blocks. */
+typedef struct {
+  uint8_t p[256];
+  size_t n;
+} zbuild;
+
+static void zb_put(zbuild *z, const void *p, size_t n) {
+  assert_true(z->n + n <= sizeof z->p);
+  memcpy(z->p + z->n, p, n);
+  z->n += n;
+}
+
+static void zb_header(zbuild *z, uint8_t fhd, const uint8_t *rest, size_t rest_length) {
+  static const uint8_t magic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+  z->n = 0;
+  zb_put(z, magic, 4);
+  zb_put(z, &fhd, 1);
+  zb_put(z, rest, rest_length);
+}
+
+/* type 0 raw (then `size` bytes of `fill`), 1 RLE (one byte of `fill`) */
+static void zb_block(zbuild *z, int type, uint32_t size, int last, uint8_t fill) {
+  uint32_t h = size << 3 | (uint32_t)type << 1 | (uint32_t)last;
+  uint8_t b[3] = {(uint8_t)h, (uint8_t)(h >> 8), (uint8_t)(h >> 16)};
+  zb_put(z, b, 3);
+  for (uint32_t i = 0; i < (type ? 1 : size); i++) zb_put(z, &fill, 1);
+}
+
+/* §4.4, R-CMP-4 and R-CMP-5: the zstd profile, on frames libzstd would not write. */
+static void test_cmp4_zstd_profile(void **state) {
+  (void)state;
+  zbuild z;
+  size_t n;
+  const uint8_t five = 5, seven[2] = {7, 5};
+  /* the smallest valid frame: single segment, 1-byte content size, one raw block */
+  zb_header(&z, 0x20, &five, 1);
+  zb_block(&z, 0, 5, 1, 'h');
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_OK);
+  assert_int_equal(n, 5);
+  /* a skippable frame and a legacy (v0.7) magic */
+  static const uint8_t skippable[] = {0x50, 0x2A, 0x4D, 0x18, 1, 0, 0, 0, 0};
+  assert_int_equal(inflate(skippable, sizeof skippable, 1 << 30, &n), DCR_E_DECOMPRESS);
+  uint8_t legacy[sizeof z.p];
+  memcpy(legacy, z.p, z.n);
+  legacy[0] = 0x27;
+  assert_int_equal(inflate(legacy, z.n, 1 << 30, &n), DCR_E_DECOMPRESS);
+  /* the reserved bit of the frame header descriptor */
+  zb_header(&z, 0x28, &five, 1);
+  zb_block(&z, 0, 5, 1, 'h');
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_E_DECOMPRESS);
+  /* a dictionary id (1 byte, 7) */
+  zb_header(&z, 0x21, seven, 2);
+  zb_block(&z, 0, 5, 1, 'h');
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_E_DECOMPRESS);
+  /* no content size: not single segment, window descriptor 0 (1 KiB) */
+  const uint8_t window_1k = 0x00;
+  zb_header(&z, 0x00, &window_1k, 1);
+  zb_block(&z, 0, 5, 1, 'h');
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_E_DECOMPRESS);
+  /* 300 bytes (2-byte content size: 300 - 256): a 1 KiB window is allowed (the
+   * floor), a 1 MiB one is not (above 512, the content size rounded up) */
+  const uint8_t w1k[3] = {0x00, 44, 0}, w1m[3] = {10 << 3, 44, 0};
+  zb_header(&z, 0x40, w1k, 3);
+  zb_block(&z, 1, 300, 1, 'a');
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_OK);
+  assert_int_equal(n, 300);
+  zb_header(&z, 0x40, w1m, 3);
+  zb_block(&z, 1, 300, 1, 'a');
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_E_DECOMPRESS);
+  /* 1 MiB from 8 RLE blocks of 128 KiB in 41 bytes: within 32768 times the frame;
+   * declaring 2 MiB in those bytes is not (R-CMP-5), whatever the blocks say */
+  for (uint32_t declared = 1u << 20; declared <= 1u << 21; declared <<= 1) {
+    const uint8_t fcs[4] = {0, 0, (uint8_t)(declared >> 16), (uint8_t)(declared >> 24)};
+    zb_header(&z, 0xA0, fcs, 4);
+    for (int i = 0; i < 8; i++) zb_block(&z, 1, 1u << 17, i == 7, 'r');
+    assert_int_equal(z.n, 41);
+    assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), declared == 1u << 20 ? DCR_OK : DCR_E_DECOMPRESS);
+  }
+  /* a content checksum: the low 4 bytes of XXH64 of the content, checked */
+  zb_header(&z, 0x24, &five, 1);
+  zb_block(&z, 0, 5, 1, 'h');
+  uint32_t sum = (uint32_t)XXH64("hhhhh", 5, 0);
+  uint8_t le[4] = {(uint8_t)sum, (uint8_t)(sum >> 8), (uint8_t)(sum >> 16), (uint8_t)(sum >> 24)};
+  zb_put(&z, le, 4);
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_OK);
+  z.p[z.n - 1] ^= 1;
+  assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_E_DECOMPRESS);
+  /* the limit comes after the header rules: a dictionary id wins over the size */
+  zb_header(&z, 0x21, seven, 2);
+  zb_block(&z, 0, 5, 1, 'h');
+  assert_int_equal(inflate(z.p, z.n, 4, &n), DCR_E_DECOMPRESS);
+  zb_header(&z, 0x20, &five, 1);
+  zb_block(&z, 0, 5, 1, 'h');
+  assert_int_equal(inflate(z.p, z.n, 4, &n), DCR_E_LIMIT);
+}
+
 /* ---- manifest (§6) ------------------------------------------------------- */
 
 /* A manifest built by hand; entries and dims live in the struct. */
@@ -778,7 +875,7 @@ static void test_man4_bad_names_are_rejected(void **state) {
   dcr_limits lim = limits();
   lim.max_name_length = 2;
   mb_raw(&b, 4, 4);
-  assert_int_equal(round_trip_code_lim(&b, &lim), DCR_E_NAME);
+  assert_int_equal(round_trip_code_lim(&b, &lim), DCR_E_LIMIT);
   lim.max_name_length = 3;
   assert_int_equal(round_trip_code_lim(&b, &lim), DCR_OK);
 }
@@ -825,12 +922,20 @@ static void test_man5_shape_and_rank_are_checked(void **state) {
 
 static void test_man3_chunk_size_kind_presence(void **state) {
   (void)state;
-  const uint32_t bad[] = {0, 1, 2048, 4095, 4097, 5000, 12288, 1u << 31, 0xFFFFFFFFu};
+  const uint32_t bad[] = {0, 1, 2048, 4095, 4097, 5000, 12288, 3u << 20};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     mbuild b;
     mb_raw(&b, 4, 4);
     b.m.chunk_size = bad[i];
     assert_int_equal(round_trip_code(&b), DCR_E_MANIFEST);
+  }
+  /* §11: over max_chunk_size is a limit, checked before the value's own rules */
+  const uint32_t over[] = {1u << 31, 0xFFFFFFFFu, (1u << 30) + 1};
+  for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+    mbuild b;
+    mb_raw(&b, 4, 4);
+    b.m.chunk_size = over[i];
+    assert_int_equal(round_trip_code(&b), DCR_E_LIMIT);
   }
   const uint32_t good[] = {4096, 8192, 1u << 20, 1u << 30};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
@@ -845,7 +950,7 @@ static void test_man3_chunk_size_kind_presence(void **state) {
   b.m.chunk_size = 8192;
   dcr_limits lim = limits();
   lim.max_chunk_size = 4096;
-  assert_int_equal(round_trip_code_lim(&b, &lim), DCR_E_MANIFEST);
+  assert_int_equal(round_trip_code_lim(&b, &lim), DCR_E_LIMIT);
   /* unknown kind */
   mb_raw(&b, 4, 4);
   b.m.kind = 2;
@@ -930,7 +1035,7 @@ static void test_man6_target_layout_is_checked(void **state) {
   mb_raw(&b, 100, 100);
   assert_int_equal(round_trip_code_lim(&b, &lim), DCR_OK);
   mb_raw(&b, 100, 101);
-  assert_int_equal(round_trip_code_lim(&b, &lim), DCR_E_LAYOUT);
+  assert_int_equal(round_trip_code_lim(&b, &lim), DCR_E_LIMIT);
   /* a tensor end past 2^64 */
   static const uint64_t big[] = {(uint64_t)1 << 63};
   mb_init(&b, DCR_KIND_RAW, 0);
@@ -1098,15 +1203,18 @@ static void test_man2_huge_counts_are_rejected_before_allocating(void **state) {
   dcr__put32(buf, (uint32_t)(1u << 20));
   assert_int_equal(parse_bytes(buf, n, &out), DCR_E_TRUNCATED);
   dcr__put32(buf, 1);
-  /* a huge prefix length */
+  /* a huge prefix length: over max_file_size (a limit, checked first), then not there */
   dcr__put64(buf + 16, UINT64_MAX);
-  assert_int_equal(parse_bytes(buf, n, &out), DCR_E_TRUNCATED);
+  assert_int_equal(parse_bytes(buf, n, &out), DCR_E_LIMIT);
   dcr__put64(buf + 16, (uint64_t)1 << 40);
   assert_int_equal(parse_bytes(buf, n, &out), DCR_E_TRUNCATED);
   dcr__put64(buf + 16, 0);
-  /* a huge name length */
+  /* a huge name length: over max_name_length, then within it but not there */
   dcr__put16(buf + 32, 0xFFFF);
-  assert_int_equal(parse_bytes(buf, n, &out), DCR_E_TRUNCATED);
+  assert_int_equal(parse_bytes(buf, n, &out), DCR_E_LIMIT);
+  lim = limits();
+  lim.max_name_length = 0xFFFF;
+  assert_int_equal(parse_bytes_lim(buf, n, &lim, &out), DCR_E_TRUNCATED);
   dcr__put16(buf + 32, 3);
   /* a rank of 255 with few bytes left */
   size_t rank_at = 32 + 2 + 3 + 2 + 1;
@@ -1603,7 +1711,7 @@ static void test_bundle_raw_round_trip_and_corruption(void **state) {
   tmp_remove(&t);
 }
 
-static void test_apl1_target_as_base_is_rejected_without_output(void **state) {
+static void test_apl1_wrong_base_is_rejected_without_output(void **state) {
   (void)state;
   tmpdir t;
   tmp_make(&t);
@@ -1619,12 +1727,27 @@ static void test_apl1_target_as_base_is_rejected_without_output(void **state) {
   dcr_apply_options o;
   dcr_apply_options_default(&o);
   o.sync = 0;
-  /* the target as base: same shape, so found by the hashes */
-  assert_int_equal(dcr_apply(r, t.target, t.out, &o, &d), DCR_E_BASE_MISMATCH);
-  assert_int_equal(access(t.out, F_OK), -1);
+  /* the target as base is a no-op (§10.2): the output is the target */
+  assert_int_equal(dcr_apply(r, t.target, t.out, &o, &d), DCR_OK);
+  size_t got_size;
+  uint8_t *got = read_file(t.out, &got_size);
+  assert_int_equal(got_size, RAW_SIZE);
+  assert_memory_equal(got, target, RAW_SIZE);
+  free(got);
+  assert_int_equal(unlink(t.out), 0);
   assert_int_equal(dir_entries(t.dir), 2); /* no temporary file left */
-  /* a base of another size */
+  /* half applied (one changed chunk at its target, the others at their base):
+   * neither the base nor the target */
+  uint8_t *mixed = dup_bytes(base, RAW_SIZE);
+  memcpy(mixed, target, 4096);
+  assert_memory_not_equal(mixed, base, 4096);
   char other[160];
+  snprintf(other, sizeof other, "%s/other.bin", t.dir);
+  write_file(other, mixed, RAW_SIZE);
+  assert_int_equal(dcr_apply(r, other, t.out, &o, &d), DCR_E_BASE_MISMATCH);
+  assert_int_equal(access(t.out, F_OK), -1);
+  assert_int_equal(dir_entries(t.dir), 3);
+  /* a base of another size */
   snprintf(other, sizeof other, "%s/other.bin", t.dir);
   write_file(other, base, RAW_SIZE - 1);
   assert_int_equal(dcr_apply(r, other, t.out, &o, &d), DCR_E_BASE_MISMATCH);
@@ -1642,7 +1765,8 @@ static void test_apl1_target_as_base_is_rejected_without_output(void **state) {
   assert_int_equal(dcr_apply(r, other, t.out, &o, &d), DCR_E_BASE_MISMATCH);
   /* an existing output file is left untouched on failure */
   write_file(t.out, (const uint8_t *)"keep", 4);
-  assert_int_equal(dcr_apply(r, t.target, t.out, &o, &d), DCR_E_BASE_MISMATCH);
+  write_file(other, mixed, RAW_SIZE);
+  assert_int_equal(dcr_apply(r, other, t.out, &o, &d), DCR_E_BASE_MISMATCH);
   size_t m;
   uint8_t *kept = read_file(t.out, &m);
   assert_int_equal(m, 4);
@@ -1655,6 +1779,7 @@ static void test_apl1_target_as_base_is_rejected_without_output(void **state) {
   assert_int_equal(dcr_apply(r, missing, t.out, &o, &d), DCR_E_IO);
   dcr_reader_free(r);
   free(wrong);
+  free(mixed);
   free(s.data);
   free(base);
   free(target);
@@ -2408,6 +2533,7 @@ int main(void) {
       cmocka_unit_test(test_sec2_flipped_bit_is_rejected),
       cmocka_unit_test(test_res1_section_reserved_flag_or_byte_is_rejected),
       cmocka_unit_test(test_cmp1_section_inflate),
+      cmocka_unit_test(test_cmp4_zstd_profile),
       cmocka_unit_test(test_man_raw_round_trip),
       cmocka_unit_test(test_man_safetensors_round_trip),
       cmocka_unit_test(test_man4_names_unsorted_or_duplicate_are_rejected),
@@ -2426,7 +2552,7 @@ int main(void) {
       cmocka_unit_test(test_meta_serialize_rejects_bad_pairs),
       cmocka_unit_test(test_meta_parse_rejections),
       cmocka_unit_test(test_bundle_raw_round_trip_and_corruption),
-      cmocka_unit_test(test_apl1_target_as_base_is_rejected_without_output),
+      cmocka_unit_test(test_apl1_wrong_base_is_rejected_without_output),
       cmocka_unit_test(test_encode_rejects_bad_options),
       cmocka_unit_test(test_enc2_verify_and_apply_decode_chunks),
       cmocka_unit_test(test_sec_rebuilt_bundle_is_identical),

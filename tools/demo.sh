@@ -22,14 +22,21 @@ $dcr apply "$work/base.safetensors" "$work/step.dcr" -o "$work/rebuilt.safetenso
 cmp "$work/rebuilt.safetensors" "$work/target.safetensors"
 echo "rebuilt target is byte-identical to the target"
 
-echo "== 5. a wrong base is refused, and nothing is written"
-if $dcr apply "$work/target.safetensors" "$work/step.dcr" -o "$work/wrong.safetensors" 2>"$work/err"; then
+echo "== 5. applying again to the result is a no-op (a retried job succeeds)"
+$dcr apply "$work/rebuilt.safetensors" "$work/step.dcr" -o "$work/again.safetensors"
+cmp "$work/again.safetensors" "$work/target.safetensors"
+
+echo "== 6. a wrong base (one byte changed) is refused, and nothing is written"
+cp "$work/base.safetensors" "$work/wrong-base.safetensors"
+printf '\377' | dd of="$work/wrong-base.safetensors" bs=1 conv=notrunc status=none \
+  seek=$(($(wc -c < "$work/base.safetensors") - 100))
+if $dcr apply "$work/wrong-base.safetensors" "$work/step.dcr" -o "$work/wrong.safetensors" 2>"$work/err"; then
   echo "error: applying to the wrong base succeeded" >&2; exit 1
 fi
 sed 's/^/   /' "$work/err"
 [ ! -e "$work/wrong.safetensors" ] && echo "   (no output file left behind)"
 
-echo "== 6. summary"
+echo "== 7. summary"
 target=$(wc -c < "$work/target.safetensors")
 bundle=$(wc -c < "$work/step.dcr")
 awk -v t="$target" -v b="$bundle" 'BEGIN {

@@ -20,6 +20,7 @@ command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-check hashes
+command -v zstd >/dev/null 2>&1 || need="$need zstd"   # tools/spec_example.py decompresses frames
 for pair in libzstd:libzstd-dev libxxhash:libxxhash-dev jansson:libjansson-dev cmocka:libcmocka-dev; do
   pkg-config --exists "${pair%%:*}" 2>/dev/null || need="$need ${pair#*:}"
 done

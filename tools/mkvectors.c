@@ -1,10 +1,14 @@
 /*
  * mkvectors.c - writes the DCR golden test vectors (testvectors/, SPEC.md §12).
  *
- *   mkvectors OUTDIR      writes OUTDIR/index.json and OUTDIR/v1/...
+ *   mkvectors OUTDIR [--repaired DIR]
  *
- * `make vectors` runs it on testvectors/; `make test` runs it on a temporary
- * folder and fails if a byte differs from what is committed.
+ * writes OUTDIR/index.json and OUTDIR/v1/...; with --repaired, also the repaired
+ * variant of every invalid vector that has one, as a corpus of its own in DIR
+ * (never committed): the same vector made by the same code with its faulty field
+ * at a valid value, which must be valid. `make vectors` runs it on testvectors/;
+ * `make vectors-check` runs it on a temporary folder, fails if a byte differs from
+ * what is committed, and plays the repaired variants through tests/test_vectors.
  *
  * This is a second, independent writer of the format: every bundle is built here
  * from the bytes up with xxHash and zstd only, not with libdcr, so that the corpus
@@ -12,8 +16,12 @@
  * encoding and compression explicitly (SPEC.md §9: readers accept any valid
  * choice), so they do not change when the reference encoder's choices do. Each
  * invalid vector breaks exactly one rule: the sections around the broken field
- * keep correct lengths and checksums (recomputed here), so that a reader gets as
- * far as the check the vector targets.
+ * keep correct lengths and checksums (recomputed here, and the state ids and the
+ * carried safetensors header where a vector changes what they are made from), so
+ * that a reader gets as far as the check the vector targets. The repair check
+ * (emit_repaired) is what shows it: the vector written again with that one field
+ * at a valid value must be valid. Vectors flagged check-order break two rules on
+ * purpose, to test the order of checks (SPEC.md §15).
  *
  * Everything is deterministic: data comes from one fixed-seed PRNG in program
  * order; zstd output depends only on the libzstd version (recorded in the index);
@@ -265,7 +273,7 @@ typedef struct {
   int reverse;      /* data region in reverse name order */
   size_t extra_pad; /* spaces after the 8-byte alignment */
   buf prefix, bytes;
-  int written;
+  int written[2]; /* in the corpus, in the repaired folder */
   char sha[65];
 } ckpt;
 
@@ -341,7 +349,8 @@ static void ck_clone(ckpt *dst, const ckpt *src, const char *file) {
   }
 }
 
-static void json_str(buf *b, const char *s, size_t n) {
+static void json_str(buf *b, const void *text, size_t n) {
+  const char *s = text;
   bu8(b, '"');
   for (size_t i = 0; i < n; i++) {
     uint8_t c = (uint8_t)s[i];
@@ -369,6 +378,43 @@ static void bprintf(buf *b, const char *fmt, ...) {
   bput(b, tmp, (size_t)n);
 }
 
+/* One tensor member of a safetensors header: "name":{"dtype":..,"shape":[..],..}. */
+static void json_tensor(buf *j, const void *name, size_t nlen, int dtype, unsigned rank,
+                        const uint64_t *dims, uint64_t off, uint64_t len) {
+  json_str(j, name, nlen);
+  bprintf(j, ":{\"dtype\":\"%s\",\"shape\":[", dt_name[dtype]);
+  for (unsigned k = 0; k < rank; k++)
+    bprintf(j, "%s%llu", k ? "," : "", (unsigned long long)dims[k]);
+  bprintf(j, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+          (unsigned long long)(off + len));
+}
+
+/* A safetensors prefix holding header text verbatim, with its length field
+ * `n_field` (the text's length unless given). */
+static void text_prefix(buf *prefix, const void *json, size_t n, uint64_t n_field) {
+  prefix->n = 0;
+  bu64(prefix, n_field ? n_field : n);
+  bput(prefix, json, n);
+}
+
+/* A safetensors prefix from header text: the 8-byte length, then the text padded
+ * with spaces to a multiple of 8 (as the reference writer does), then extra_pad. */
+static void st_prefix(buf *prefix, buf *json, size_t extra_pad) {
+  while ((8 + json->n) % 8) bu8(json, ' ');
+  bfill(json, ' ', extra_pad);
+  text_prefix(prefix, json->p, json->n, 0);
+}
+
+/* The file's bytes: its prefix, then its data region. */
+static void ck_data(ckpt *c) {
+  c->bytes.n = 0;
+  bput(&c->bytes, c->prefix.p, c->prefix.n);
+  for (size_t k = 0; k < c->n; k++) {
+    const tensor *t = &c->t[c->reverse ? c->n - 1 - k : k];
+    bput(&c->bytes, t->data, (size_t)t->len);
+  }
+}
+
 /* Lays the data region out and writes the file's bytes. */
 static void ck_finish(ckpt *c) {
   uint64_t off = 0;
@@ -391,26 +437,21 @@ static void ck_finish(ckpt *c) {
     if (c->n) bu8(&j, ',');
   }
   for (size_t i = 0; i < c->n; i++) {
-    tensor *t = &c->t[i];
+    const tensor *t = &c->t[i];
     if (i) bu8(&j, ',');
-    json_str(&j, t->name, t->nlen);
-    bprintf(&j, ":{\"dtype\":\"%s\",\"shape\":[", dt_name[t->dtype]);
-    for (unsigned k = 0; k < t->rank; k++)
-      bprintf(&j, "%s%llu", k ? "," : "", (unsigned long long)t->dims[k]);
-    bprintf(&j, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->off,
-            (unsigned long long)(t->off + t->len));
+    json_tensor(&j, t->name, t->nlen, t->dtype, t->rank, t->dims, t->off, t->len);
   }
   bu8(&j, '}');
-  while ((8 + j.n) % 8) bu8(&j, ' ');
-  bfill(&j, ' ', c->extra_pad);
-  bu64(&c->prefix, j.n);
-  bput(&c->prefix, j.p, j.n);
+  st_prefix(&c->prefix, &j, c->extra_pad);
   bfree(&j);
-  bput(&c->bytes, c->prefix.p, c->prefix.n);
-  for (size_t k = 0; k < c->n; k++) {
-    const tensor *t = &c->t[c->reverse ? c->n - 1 - k : k];
-    bput(&c->bytes, t->data, (size_t)t->len);
-  }
+  ck_data(c);
+}
+
+/* Gives a finished safetensors checkpoint the header text `json` instead (same
+ * tensors and offsets): for targets whose header is written in an unusual way. */
+static void ck_set_header(ckpt *c, const char *json) {
+  text_prefix(&c->prefix, json, strlen(json), 0);
+  ck_data(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -422,6 +463,8 @@ typedef struct {
   uint64_t dims[MAXRANK];
   uint64_t len, off;
   uint8_t hash[16];
+  unsigned rank_field; /* if non-zero, the rank byte written instead of rank (the
+                          dims written are still rank's) */
 } desc;
 
 typedef struct {
@@ -461,7 +504,7 @@ static void desc_from(desc *d, const tensor *t) {
 
 static void put_desc(buf *b, const desc *d, int with_offset) {
   bu8(b, (uint64_t)d->dtype);
-  bu8(b, d->rank);
+  bu8(b, d->rank_field ? d->rank_field : d->rank);
   for (unsigned i = 0; i < d->rank && i < MAXRANK; i++) bu64(b, d->dims[i]); /* at most 32 */
   bu64(b, d->len);
   if (with_offset) bu64(b, d->off);
@@ -513,6 +556,24 @@ static void iden_bytes(const manifest *m, buf *b) {
     if (m->e[i].presence & 1) bput(b, m->e[i].b.hash, 16);
     if (m->e[i].presence & 2) bput(b, m->e[i].t.hash, 16);
   }
+}
+
+/* The carried safetensors prefix written from the target entries (names, dtypes,
+ * shapes, offsets), as ck_finish writes a header: for vectors that change an
+ * entry and keep the carried header in agreement with it (SPEC.md R-MAN-8). */
+static void prefix_from_entries(manifest *m) {
+  buf j = {0};
+  bu8(&j, '{');
+  for (size_t i = 0, first = 1; i < m->n; i++) {
+    const mentry *e = &m->e[i];
+    if (!(e->presence & 2)) continue;
+    if (!first) bu8(&j, ',');
+    first = 0;
+    json_tensor(&j, e->name, e->nlen, e->t.dtype, e->t.rank, e->t.dims, e->t.off, e->t.len);
+  }
+  bu8(&j, '}');
+  st_prefix(&m->prefix, &j, 0);
+  bfree(&j);
 }
 
 static int delta_coded(const mentry *e) {
@@ -580,34 +641,96 @@ static void zframe(buf *out, const uint8_t *p, size_t n) {
   out->n += z;
 }
 
-/* A zstd frame written by hand (RFC 8878): single segment, 8-byte content size
- * `declared`, the bytes `p` in raw blocks of at most 128 KiB. With
- * declared == UINT64_MAX, no content size (and a 128 KiB window). */
-static void zframe_raw(buf *out, uint64_t declared, const uint8_t *p, size_t n) {
-  bu32(out, 0xFD2FB528u);
-  if (declared == UINT64_MAX) {
-    bu8(out, 0x00); /* no FCS, not single segment */
-    bu8(out, 0x38); /* window 2^(10+7) */
-  } else {
-    bu8(out, 0xE0); /* FCS 8 bytes, single segment */
-    bu64(out, declared);
-  }
+/* zstd frames written by hand (RFC 8878), so that every field can be chosen:
+ * libzstd writes only what it likes. One block: a 3-byte header (last flag,
+ * type 0 raw or 1 RLE, size) and its content (size bytes, or one byte for RLE). */
+static void zblock(buf *out, unsigned type, int last, size_t size, const uint8_t *p) {
+  uint32_t h = (uint32_t)(size << 3) | type << 1 | (last ? 1u : 0u);
+  uint8_t hb[3] = {(uint8_t)h, (uint8_t)(h >> 8), (uint8_t)(h >> 16)};
+  bput(out, hb, 3);
+  bput(out, p, type ? 1 : size);
+}
+
+/* The frame header fields a vector may change; all zero gives the default, a
+ * frame that SPEC.md §4.4 allows: single segment (so the window is the content
+ * size), an 8-byte Frame_Content_Size, no dictionary id, no checksum. */
+typedef struct {
+  uint32_t magic;      /* 0: the zstd magic 28 B5 2F FD */
+  int no_size;         /* no Frame_Content_Size (then a window descriptor) */
+  int multi;           /* a window descriptor although the size is given */
+  unsigned window_over; /* with a window descriptor: the window's log above the bound */
+  int dict;            /* a 1-byte Dictionary_ID field holding dict_id */
+  uint8_t dict_id;
+  int checksum;        /* 1: a content checksum; 2: one that does not match */
+} zopts;
+
+/* The smallest window log SPEC.md §4.4 allows for n bytes: max(1024, n rounded up
+ * to a power of two). */
+static unsigned window_log_bound(uint64_t n) {
+  unsigned l = 10;
+  while (((uint64_t)1 << l) < n) l++;
+  return l;
+}
+
+static void zheader(buf *out, const zopts *o, uint64_t declared, uint64_t content) {
+  int single = !o->no_size && !o->multi;
+  bu32(out, o->magic ? o->magic : 0xFD2FB528u);
+  bu8(out, (o->no_size ? 0u : 0xC0u) | (single ? 0x20u : 0u) | (o->checksum ? 0x04u : 0u) |
+               (o->dict ? 1u : 0u));
+  if (!single) bu8(out, (window_log_bound(content) + o->window_over - 10) << 3);
+  if (o->dict) bu8(out, o->dict_id);
+  if (!o->no_size) bu64(out, declared);
+}
+
+/* A frame declaring `declared` bytes around the bytes p, in raw blocks of at most
+ * 128 KiB (the block size limit). */
+static void zframe_hand(buf *out, const zopts *o, uint64_t declared, const uint8_t *p, size_t n) {
+  zheader(out, o, declared, n);
   size_t at = 0;
   do {
     size_t k = n - at < 131072 ? n - at : 131072;
-    uint32_t h = (uint32_t)(k << 3) | (at + k == n); /* raw block; last? */
-    uint8_t hb[3] = {(uint8_t)h, (uint8_t)(h >> 8), (uint8_t)(h >> 16)};
-    bput(out, hb, 3);
-    bput(out, p + at, k);
+    zblock(out, 0, at + k == n, k, p + at);
     at += k;
   } while (at < n);
+  if (o->checksum) bu32(out, (uint32_t)XXH64(p, n, 0) ^ (o->checksum == 2 ? 1u : 0u));
+}
+
+static void zframe_raw(buf *out, uint64_t declared, const uint8_t *p, size_t n) {
+  zframe_hand(out, &(zopts){0}, declared, p, n);
+}
+
+/* A frame that really holds head[0..nh), `count` bytes `fill`, then tail[0..nt):
+ * head and tail in raw blocks (of at most 128 KiB), the run in RLE blocks of
+ * 128 KiB, 4 bytes each: the densest frame there is (SPEC.md §4.4's ratio bound of
+ * 32768). For contents too large to store raw. */
+static void zframe_rle(buf *out, const uint8_t *head, size_t nh, uint8_t fill, uint64_t count,
+                       const uint8_t *tail, size_t nt) {
+  if (nh > 131072 || nt > 131072) die("zframe_rle: head or tail over one block");
+  zheader(out, &(zopts){0}, nh + count + nt, nh + count + nt);
+  zblock(out, 0, !count && !nt, nh, head);
+  for (uint64_t at = 0; at < count; at += 131072) {
+    uint64_t k = count - at < 131072 ? count - at : 131072;
+    zblock(out, 1, at + k == count && !nt, (size_t)k, &fill);
+  }
+  if (nt) zblock(out, 0, 1, nt, tail);
 }
 
 /* Streams of one chunk, before compression. */
 typedef struct {
   buf pos, planes;
+  buf gaps; /* the position stream's gaps (uint64_t), for vectors that re-code them */
   uint32_t count;
 } streams;
+
+static const uint64_t *gaps_of(const streams *s) {
+  return (const uint64_t *)(const void *)s->gaps.p;
+}
+
+static void streams_free(streams *s) {
+  bfree(&s->pos);
+  bfree(&s->planes);
+  bfree(&s->gaps);
+}
 
 static void make_streams(streams *s, const uint8_t *base, const uint8_t *tgt, size_t n,
                          unsigned e, int enc) {
@@ -615,7 +738,7 @@ static void make_streams(streams *s, const uint8_t *base, const uint8_t *tgt, si
   int sparse = !(enc & 1);
   int xor = enc == XOR_DENSE || enc == XOR_SPARSE;
   int delta = enc == DELTA_DENSE || enc == DELTA_SPARSE;
-  buf vals = {0}, gaps = {0};
+  buf vals = {0};
   uint64_t next = 0;
   for (size_t i = 0; i < n; i++) {
     int diff = memcmp(base + i * e, tgt + i * e, e) != 0;
@@ -623,7 +746,7 @@ static void make_streams(streams *s, const uint8_t *base, const uint8_t *tgt, si
     if (sparse && !diff) continue;
     if (sparse) {
       uint64_t g = i - next;
-      bput(&gaps, &g, sizeof g);
+      bput(&s->gaps, &g, sizeof g);
       next = i + 1;
     }
     uint8_t v[8];
@@ -631,16 +754,11 @@ static void make_streams(streams *s, const uint8_t *base, const uint8_t *tgt, si
     for (unsigned b = 0; b < e; b++)
       bu8(&vals, delta ? v[b] : xor ? base[i * e + b] ^ tgt[i * e + b] : tgt[i * e + b]);
   }
-  if (sparse) {
-    const uint64_t *g = (const uint64_t *)(const void *)gaps.p;
-    size_t gc = gaps.n / sizeof *g;
-    rice(&s->pos, rice_k(g, gc), g, gc);
-  }
+  if (sparse) rice(&s->pos, rice_k(gaps_of(s), s->count), gaps_of(s), s->count);
   size_t k = vals.n / e;
   for (unsigned b = 0; b < e; b++)
     for (size_t i = 0; i < k; i++) bu8(&s->planes, vals.p[i * e + b]);
   bfree(&vals);
-  bfree(&gaps);
 }
 
 static void join_streams(buf *out, streams *s, int comp) {
@@ -652,8 +770,7 @@ static void join_streams(buf *out, streams *s, int comp) {
     bput(out, s->pos.p, s->pos.n);
     bput(out, s->planes.p, s->planes.n);
   }
-  bfree(&s->pos);
-  bfree(&s->planes);
+  streams_free(s);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -754,6 +871,13 @@ static void rebuild_mani(bundle *B) {
 
 static void rebuild_iden(bundle *B) { iden_bytes(&B->man, &sec(B, "IDEN", 0)->pl); }
 
+/* After a vector changes the manifest: IDEN's state ids are computed from the
+ * entries as written (SPEC.md §7), so that they stay correct. */
+static void remanifest(bundle *B) {
+  rebuild_mani(B);
+  rebuild_iden(B);
+}
+
 static void layout(bundle *B) {
   uint64_t off = 64;
   for (size_t i = 0; i < B->n; i++) {
@@ -768,7 +892,7 @@ static void fix_index(bundle *B) {
   buf x = {0};
   for (size_t i = 0; i < B->n; i++) {
     const section *s = &B->s[i];
-    if (s->type != T4("CHNK") || s->pl.n < 32) continue;
+    if (s->type != T4("CHNK") || s->pl.n < 16) continue; /* the fields it copies */
     const uint8_t *r = s->pl.p;
     bu64(&x, s->off);
     bput(&x, r, 8);       /* tensor, chunk */
@@ -964,19 +1088,14 @@ static void set_chunk(section *s, int enc, int comp, uint32_t count, const buf *
   bput(&s->pl, data->p, data->n);
 }
 
-static size_t entry_index(const bundle *B, const char *name) {
-  for (size_t i = 0; i < B->man.n; i++)
-    if (B->man.e[i].nlen == strlen(name) && !memcmp(B->man.e[i].name, name, B->man.e[i].nlen))
-      return i;
-  die("no entry %s", name);
-}
-
 /* ------------------------------------------------------------------------ */
 /* The index and the files                                                   */
 
-static const char *out_root;
-static json_t *vectors;
-static int counts[3];
+/* Two sinks: the corpus (OUTDIR), and the repaired variants (--repaired DIR). */
+enum { CORPUS, REPAIRED };
+static const char *roots[2];
+static json_t *vectors, *repaired;
+static int counts[2], repair_count;
 
 static void mkdirs(const char *path) {
   char tmp[4096];
@@ -989,9 +1108,9 @@ static void mkdirs(const char *path) {
     }
 }
 
-static void write_file(const char *rel, const void *p, size_t n, char sha[65]) {
+static void write_file(int sink, const char *rel, const void *p, size_t n, char sha[65]) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/v1/%s", out_root, rel);
+  snprintf(path, sizeof path, "%s/v1/%s", roots[sink], rel);
   mkdirs(path);
   FILE *f = fopen(path, "wb");
   if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f)) die("cannot write %s", path);
@@ -1002,10 +1121,10 @@ static json_t *file_ref(const char *rel, const char *sha) {
   return json_pack("{s:s, s:s}", "path", rel, "sha256", sha);
 }
 
-static json_t *ck_ref(ckpt *c) {
-  if (!c->written) {
-    write_file(c->file, c->bytes.p, c->bytes.n, c->sha);
-    c->written = 1;
+static json_t *ck_ref(int sink, ckpt *c) {
+  if (!c->written[sink]) {
+    write_file(sink, c->file, c->bytes.p, c->bytes.n, c->sha);
+    c->written[sink] = 1;
   }
   return file_ref(c->file, c->sha);
 }
@@ -1060,6 +1179,8 @@ static const struct {
     {"reserved", "malformed-field", "a reserved field, bit or padding byte set"},
     {"unknown-critical", "malformed-field", "a critical section of unknown type"},
     {"malformed-field", "malformed-field", "a field with a value the format forbids"},
+    {"check-order", "malformed-field",
+     "breaks two rules on purpose, to test the order of checks SPEC.md fixes (no repair check)"},
     {"name", "malformed-field", "a tensor name that is empty, too long, not UTF-8 or unsorted"},
     {"limit", "malformed-field", "a declared value above a limit of §11"},
     {"order", "malformed-field", "sections missing, repeated or out of order"},
@@ -1090,28 +1211,42 @@ typedef struct {
   const char *id, *result, *error, *stage, *flags, *covers, *text, *all_errors;
 } vec;
 
-/* Writes a vector's bundle (and checkpoints) and appends it to the index. */
-static void emit(const vec *v, const buf *bundle_bytes, ckpt *base, ckpt *target) {
+/* A vector's files, written to a sink. */
+static json_t *write_files(int sink, const char *id, const buf *bundle_bytes, ckpt *base,
+                           ckpt *target) {
   char rel[512], sha[65];
-  snprintf(rel, sizeof rel, "%s.dcr", v->id);
-  write_file(rel, bundle_bytes->p, bundle_bytes->n, sha);
-  check_flags(v->flags);
+  snprintf(rel, sizeof rel, "%s.dcr", id);
+  write_file(sink, rel, bundle_bytes->p, bundle_bytes->n, sha);
   json_t *files = json_pack("{s:o}", "bundle", file_ref(rel, sha));
-  if (base) json_object_set_new(files, "base", ck_ref(base));
-  if (target) json_object_set_new(files, "target", ck_ref(target));
-  json_t *o = json_pack("{s:s, s:s, s:s}", "id", v->id, "description", v->text, "result",
-                        v->result);
-  json_object_set_new(o, "error", v->error ? json_string(v->error) : json_null());
-  json_object_set_new(o, "stage", v->stage ? json_string(v->stage) : json_null());
+  if (base) json_object_set_new(files, "base", ck_ref(sink, base));
+  if (target) json_object_set_new(files, "target", ck_ref(sink, target));
+  return files;
+}
+
+static json_t *vector_json(const vec *v, const char *result, json_t *files) {
+  json_t *o = json_pack("{s:s, s:s, s:s}", "id", v->id, "description", v->text, "result", result);
+  int valid = !strcmp(result, "valid");
+  json_object_set_new(o, "error", valid ? json_null() : json_string(v->error));
+  json_object_set_new(o, "stage", valid ? json_null() : json_string(v->stage));
   if (v->all_errors) json_object_set_new(o, "all_errors", csv(v->all_errors));
   json_object_set_new(o, "flags", csv(v->flags));
   json_object_set_new(o, "covers", csv(v->covers));
+  if (!valid) json_object_set_new(o, "repair_checked", json_false());
   json_object_set_new(o, "files", files);
-  json_array_append_new(vectors, o);
-  counts[!strcmp(v->result, "valid") ? 0 : !strcmp(v->result, "invalid") ? 1 : 2]++;
+  return o;
+}
+
+/* Writes a vector's bundle (and checkpoints) and appends it to the index. */
+static void emit(const vec *v, const buf *bundle_bytes, ckpt *base, ckpt *target) {
+  check_flags(v->flags);
+  int valid = !strcmp(v->result, "valid");
+  if (!valid && strcmp(v->result, "invalid")) die("%s: result %s", v->id, v->result);
   if (strncmp(v->id, v->result, strlen(v->result)) || v->id[strlen(v->result)] != '/')
     die("%s: id must start with its result", v->id);
-  if (!strcmp(v->result, "valid") != !v->error) die("%s: error iff not valid", v->id);
+  if (valid != !v->error || valid != !v->stage) die("%s: error and stage iff not valid", v->id);
+  json_array_append_new(vectors, vector_json(v, v->result, write_files(CORPUS, v->id, bundle_bytes,
+                                                                        base, target)));
+  counts[!valid]++;
 }
 
 static void emit_bundle(const vec *v, bundle *B, ckpt *base, ckpt *target) {
@@ -1121,10 +1256,35 @@ static void emit_bundle(const vec *v, bundle *B, ckpt *base, ckpt *target) {
   bfree(&out);
 }
 
+/* The repair check (testvectors/README.md): `bytes` is invalid vector v made again
+ * by the same code with its faulty field set back to a valid value, at the place
+ * its description names. It must be valid, and apply to `target` where a base is
+ * given: if it is not, the vector breaks a second rule. Written only with
+ * --repaired DIR, as a corpus of its own (DIR/index.json) that tests/test_vectors
+ * plays; the index records that v has one. Call right after emitting v. */
+static void emit_repaired(const vec *v, const buf *bytes, ckpt *base, ckpt *target) {
+  json_t *o = json_array_get(vectors, json_array_size(vectors) - 1);
+  if (!o || strcmp(json_string_value(json_object_get(o, "id")), v->id) ||
+      strcmp(v->result, "invalid"))
+    die("%s: a repaired variant follows its invalid vector", v->id);
+  json_object_set_new(o, "repair_checked", json_true());
+  repair_count++;
+  if (roots[REPAIRED])
+    json_array_append_new(repaired, vector_json(v, "valid", write_files(REPAIRED, v->id, bytes,
+                                                                         base, target)));
+}
+
+static void emit_repaired_bundle(const vec *v, bundle *B, ckpt *base, ckpt *target) {
+  buf out = {0};
+  serialize(B, &out);
+  emit_repaired(v, &out, base, target);
+  bfree(&out);
+  bundle_free(B);
+}
+
 /* An invalid vector: a copy of `model` changed by the caller, then written. */
 #define INVALID(...) (&(vec){.result = "invalid", __VA_ARGS__})
 #define VALID(...) (&(vec){.result = "valid", __VA_ARGS__})
-#define ACCEPTABLE(...) (&(vec){.result = "acceptable", __VA_ARGS__})
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoint pairs                                                          */
@@ -1377,7 +1537,7 @@ static void valid_vectors(void) {
   rebuild_mani(&B);
   emit_bundle(VALID(.id = "valid/encoding-mixed", .flags = "encoding,compression",
                     .text = "a different encoding and compression per chunk; MANI stored as zstd",
-                    .covers = "§9.1,§9.3,§4.4,R-CMP-1"),
+                    .covers = "§9.1,§9.3,§4.4,R-CMP-1,R-ENC-7"),
               &B, &eb, &et);
   bundle_free(&B);
 
@@ -1444,7 +1604,7 @@ static void valid_vectors(void) {
   emit_bundle(VALID(.id = "valid/chunk-size-32k-positions", .flags = "chunk-geometry,encoding",
                     .text = "chunk size 32 KiB, last chunk 7232 bytes; sparse positions 0, 1, 2 "
                             "(gaps of 0), a gap of 19997, the first and last element of a chunk",
-                    .covers = "§8.1,§9.1,R-POS-1,R-MAN-3"),
+                    .covers = "§8.1,§9.1,R-POS-1,R-POS-3,R-MAN-3"),
               &B, &pb, &pt);
   bundle_free(&B);
 
@@ -1481,7 +1641,7 @@ static void valid_vectors(void) {
   rebuild_mani(&B);
   emit_bundle(VALID(.id = "valid/metadata-zstd", .flags = "metadata,compression",
                     .text = "MANI and META sections stored as zstd frames",
-                    .covers = "§4.4,§6.4,R-CMP-1"),
+                    .covers = "§4.4,§6.4,R-CMP-1,R-META-1"),
               &B, &eb, &et);
   bundle_free(&B);
 
@@ -1529,7 +1689,7 @@ static void valid_vectors(void) {
   B.minor = 9;
   emit_bundle(VALID(.id = "valid/minor-version-future", .flags = "version",
                     .text = "format 1.9: a reader of 1.0 accepts any minor version",
-                    .covers = "R-HDR-6,§12"),
+                    .covers = "R-HDR-6,R-VER-1,§12"),
               &B, &eb, &et);
   bundle_free(&B);
 
@@ -1550,7 +1710,7 @@ static void valid_vectors(void) {
     z.n = 0;
     zframe_raw(&z, st.planes.n, st.planes.p, st.planes.n);
     set_chunk(c, XOR_DENSE, 1, cnt, &z);
-    bfree(&st.pos), bfree(&st.planes), bfree(&m), bfree(&z);
+    streams_free(&st), bfree(&m), bfree(&z);
   }
   emit_bundle(VALID(.id = "valid/zstd-raw-blocks", .flags = "handmade-zstd,compression",
                     .text = "MANI and one chunk stream as zstd frames of raw blocks written by "
@@ -1559,33 +1719,32 @@ static void valid_vectors(void) {
               &B, &eb, &et);
   bundle_free(&B);
 
-  /* max_file_size exactly: raw, 2^48 bytes, nothing changed. */
-  {
+  /* max_file_size exactly: raw, 2^48 bytes, nothing changed (over = 0); then
+   * 2^48 + 1 (over = 1), and its repaired variant, the first again (over = 2). */
+  for (int over = 0; over < 3; over++) {
     bundle R;
     build(&R, &rb, &rb, 4096, pol_default, NULL);
     mentry *e = &R.man.e[0];
-    e->b.dims[0] = e->b.len = e->t.dims[0] = e->t.len = (uint64_t)1 << 48;
-    R.man.dlen = (uint64_t)1 << 48;
+    uint64_t size = ((uint64_t)1 << 48) + (over == 1);
+    e->b.dims[0] = e->b.len = e->t.dims[0] = e->t.len = R.man.dlen = size;
     memset(e->b.hash, 0xAB, 16);
     memset(e->t.hash, 0xAB, 16);
-    rebuild_mani(&R);
-    rebuild_iden(&R);
-    emit_bundle(VALID(.id = "valid/file-size-max", .flags = "limit-edge,structure-only,raw",
-                      .text = "raw target of exactly 2^48 bytes (max_file_size), unchanged: "
-                              "valid; no checkpoints ship",
-                      .covers = "R-MAN-6,R-LIM-1"),
-                &R, NULL, NULL);
-    R.man.dlen++;
-    e->b.dims[0]++, e->b.len++, e->t.dims[0]++, e->t.len++;
-    rebuild_mani(&R);
-    rebuild_iden(&R);
-    emit_bundle(INVALID(.id = "invalid/file-size-over-max", .error = "DCR_E_LAYOUT",
-                        .stage = "structure", .flags = "limit,structure-only,raw",
-                        .text = "raw target of 2^48 + 1 bytes: prefix_length + data_length "
-                                "above max_file_size",
-                        .covers = "R-MAN-6,R-LIM-1"),
-                &R, NULL, NULL);
-    bundle_free(&R);
+    remanifest(&R);
+    const vec *v = over ? INVALID(.id = "invalid/file-size-over-max", .error = "DCR_E_LIMIT",
+                                  .stage = "structure", .flags = "limit,structure-only,raw",
+                                  .text = "raw target of 2^48 + 1 bytes: prefix_length + "
+                                          "data_length above max_file_size",
+                                  .covers = "R-MAN-6,R-LIM-1")
+                        : VALID(.id = "valid/file-size-max", .flags = "limit-edge,structure-only,raw",
+                                .text = "raw target of exactly 2^48 bytes (max_file_size), "
+                                        "unchanged: valid; no checkpoints ship",
+                                .covers = "R-MAN-6,R-LIM-1");
+    if (over == 2) {
+      emit_repaired_bundle(v, &R, NULL, NULL);
+    } else {
+      emit_bundle(v, &R, NULL, NULL);
+      bundle_free(&R);
+    }
   }
 }
 
@@ -1597,12 +1756,37 @@ static bundle M;     /* the model bundle: MANI META CHNK*4 IDEN INDX FOOT */
 
 static void model(bundle *B) { bundle_copy(B, &M); }
 
+
 /* Apply-stage vectors ship the base; target-stage ones the base and the target. */
 static void emit_model(const vec *v, bundle *B) {
   int target = v->stage && !strcmp(v->stage, "target");
   int apply = target || (v->stage && !strcmp(v->stage, "apply"));
   emit_bundle(v, B, apply ? &MB : NULL, target ? &MT : NULL);
   bundle_free(B);
+}
+
+/* Writes vector v made from the model (fix = 0), or its repaired variant (fix = 1,
+ * made by the same code with the faulty field at a valid value): that one must
+ * be valid and apply to the model's base. */
+static void emit_model_fix(const vec *v, bundle *B, int fix) {
+  if (!fix) {
+    emit_model(v, B);
+    return;
+  }
+  const buf *p = &B->man.prefix;
+  if (p->n == MT.prefix.n && !memcmp(p->p, MT.prefix.p, p->n)) {
+    emit_repaired_bundle(v, B, &MB, &MT);
+    return;
+  }
+  /* A repaired carried header that is not the model target's (one that says more):
+   * the target is the model target's data region behind it. */
+  char file[512];
+  ckpt t = {.file = file};
+  snprintf(file, sizeof file, "ckpt/%s.safetensors", strrchr(v->id, '/') + 1);
+  bput(&t.bytes, p->p, p->n);
+  bput(&t.bytes, MT.bytes.p + MT.prefix.n, MT.bytes.n - MT.prefix.n);
+  emit_repaired_bundle(v, B, &MB, &t);
+  bfree(&t.bytes);
 }
 
 static void emit_bytes(const vec *v, buf *b) {
@@ -1612,6 +1796,25 @@ static void emit_bytes(const vec *v, buf *b) {
 
 static const char *const sec_types[] = {"MANI", "META", "CHNK", "IDEN", "INDX", "FOOT"};
 
+/* A vector of the model's bytes cut to `len` or with bits `flip` of byte `at`
+ * flipped; its repaired variant is neither cut nor flipped. */
+static void emit_model_bytes(const vec *v, size_t len, size_t at, uint8_t flip) {
+  for (int fix = 0; fix < 2; fix++) {
+    bundle B;
+    buf b = {0};
+    model(&B);
+    serialize(&B, &b);
+    if (!fix) {
+      b.p[at] ^= flip;
+      if (len < b.n) b.n = len;
+    }
+    if (fix) emit_repaired(v, &b, &MB, &MT);
+    else emit(v, &b, NULL, NULL);
+    bfree(&b);
+    bundle_free(&B);
+  }
+}
+
 static void header_vectors(void) {
   bundle B;
   buf b = {0};
@@ -1619,14 +1822,10 @@ static void header_vectors(void) {
                      .stage = "structure", .flags = "truncation",
                      .text = "a file of 0 bytes", .covers = "R-HDR-4"),
              &b);
-  model(&B);
-  serialize(&B, &b);
-  b.n = 40;
-  emit_bytes(INVALID(.id = "invalid/header-short", .error = "DCR_E_TRUNCATED", .stage = "structure",
-                     .flags = "truncation", .text = "the first 40 bytes of a bundle",
-                     .covers = "R-HDR-4"),
-             &b);
-  bundle_free(&B);
+  emit_model_bytes(INVALID(.id = "invalid/header-short", .error = "DCR_E_TRUNCATED",
+                           .stage = "structure", .flags = "truncation",
+                           .text = "the first 40 bytes of a bundle", .covers = "R-HDR-4"),
+                   40, 0, 0);
   bset(&b, "PK\x03\x04\x14\x00\x00\x00", 8);
   bfill(&b, 0, 92);
   emit_bytes(INVALID(.id = "invalid/header-not-a-bundle", .error = "DCR_E_MAGIC",
@@ -1635,10 +1834,10 @@ static void header_vectors(void) {
              &b);
   bset(&b, "dcr?\n", 5);
   emit_bytes(INVALID(.id = "invalid/header-short-not-a-bundle", .error = "DCR_E_MAGIC",
-                     .stage = "structure", .flags = "malformed-field,truncation",
-                     .text = "a 5-byte file that is not a bundle: the magic is compared over "
-                             "the bytes present before the length",
-                     .covers = "R-HDR-1,R-HDR-4"),
+                     .stage = "structure", .flags = "malformed-field,truncation,check-order",
+                     .text = "a 5-byte file that is not a bundle (two rules broken on purpose): "
+                             "the magic is compared over the bytes present before the length",
+                     .covers = "R-HDR-1,R-HDR-4,R-ORD-1"),
              &b);
   model(&B);
   serialize(&B, &b);
@@ -1650,216 +1849,212 @@ static void header_vectors(void) {
                      .covers = "R-HDR-1"),
              &b);
   bundle_free(&B);
-  model(&B);
-  serialize(&B, &b);
-  b.p[10] ^= 1;
-  emit_bytes(INVALID(.id = "invalid/header-bit-flip", .error = "DCR_E_CHECKSUM", .stage = "structure",
-                     .flags = "bit-flip", .text = "one bit of the minor version flipped",
-                     .covers = "R-HDR-2"),
-             &b);
-  bundle_free(&B);
+  emit_model_bytes(INVALID(.id = "invalid/header-bit-flip", .error = "DCR_E_CHECKSUM",
+                           .stage = "structure", .flags = "bit-flip",
+                           .text = "one bit of the minor version flipped", .covers = "R-HDR-2"),
+                   SIZE_MAX, 10, 1);
   static const unsigned majors[] = {0, 2, 0xFFFF};
   for (int i = 0; i < 3; i++) {
     char id[64];
-    model(&B);
-    B.major = majors[i];
     snprintf(id, sizeof id, "invalid/header-major-%u", majors[i]);
-    emit_model(INVALID(.id = id, .error = "DCR_E_VERSION", .stage = "structure",
-                       .flags = "version", .text = "major version other than 1 (header check correct)",
-                       .covers = "R-HDR-3,§12"),
-               &B);
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      B.major = fix ? 1 : majors[i];
+      emit_model_fix(INVALID(.id = id, .error = "DCR_E_VERSION", .stage = "structure",
+                             .flags = "version",
+                             .text = "major version other than 1 (header check correct)",
+                             .covers = "R-HDR-3,§12"),
+                     &B, fix);
+    }
   }
-  model(&B);
-  B.hflags = 1;
-  emit_model(INVALID(.id = "invalid/header-flags-bit", .error = "DCR_E_RESERVED", .stage = "structure",
-                     .flags = "reserved", .text = "header flags bit 0 set", .covers = "R-HDR-5,R-RES-1"),
-             &B);
-  model(&B);
-  B.hresv[39] = 0x80;
-  emit_model(INVALID(.id = "invalid/header-reserved-byte", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "header byte 55 (reserved) set", .covers = "R-HDR-5,R-RES-1"),
-             &B);
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    B.hflags = !fix;
+    emit_model_fix(INVALID(.id = "invalid/header-flags-bit", .error = "DCR_E_RESERVED",
+                           .stage = "structure", .flags = "reserved",
+                           .text = "header flags bit 0 set", .covers = "R-HDR-5,R-RES-1"),
+                   &B, fix);
+  }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    B.hresv[39] = fix ? 0 : 0x80;
+    emit_model_fix(INVALID(.id = "invalid/header-reserved-byte", .error = "DCR_E_RESERVED",
+                           .stage = "structure", .flags = "reserved",
+                           .text = "header byte 55 (reserved) set", .covers = "R-HDR-5,R-RES-1"),
+                   &B, fix);
+  }
   model(&B);
   B.major = 2;
   B.hflags = 1;
   emit_model(INVALID(.id = "invalid/header-major-before-reserved", .error = "DCR_E_VERSION",
-                     .stage = "structure", .flags = "version,reserved",
-                     .text = "major 2 and a flag bit: the version is checked first",
-                     .covers = "R-HDR-3"),
+                     .stage = "structure", .flags = "version,reserved,check-order",
+                     .text = "major 2 and a flag bit (two rules broken on purpose): the version "
+                             "is checked first",
+                     .covers = "R-HDR-3,R-ORD-1"),
              &B);
 }
 
 static void section_walk_vectors(void) {
   bundle B;
-  buf b = {0};
   char id[128], text[256];
+  model(&B);
+  layout(&B);
   for (size_t k = 0; k < 6; k++) {
     const char *t = sec_types[k];
     char lt[5];
     for (int q = 0; q < 5; q++) lt[q] = (char)(t[q] >= 'A' && t[q] <= 'Z' ? t[q] + 32 : t[q]);
-    model(&B);
-    serialize(&B, &b);
     const section *s = sec(&B, t, 0);
     size_t off = (size_t)s->off, len = s->pl.n;
-    buf c = bdup(&b);
-    c.n = off;
     snprintf(id, sizeof id, "invalid/truncated-before-%s", lt);
     snprintf(text, sizeof text, "the bundle cut where the %s section starts (offset %zu): no footer",
              t, off);
-    emit_bytes(INVALID(.id = id, .error = "DCR_E_TRUNCATED", .stage = "structure",
-                       .flags = "truncation", .text = text, .covers = "R-SEC-9,§5"),
-               &c);
-    c = bdup(&b);
-    c.n = off + 20;
+    emit_model_bytes(INVALID(.id = id, .error = "DCR_E_TRUNCATED", .stage = "structure",
+                             .flags = "truncation", .text = text, .covers = "R-SEC-9,§5"),
+                     off, 0, 0);
     snprintf(id, sizeof id, "invalid/truncated-in-%s-header", lt);
     snprintf(text, sizeof text, "the bundle cut 20 bytes into the %s section header", t);
-    emit_bytes(INVALID(.id = id, .error = "DCR_E_TRUNCATED", .stage = "structure",
-                       .flags = "truncation", .text = text, .covers = "R-SEC-1"),
-               &c);
-    c = bdup(&b);
-    c.n = off + 32 + len / 2;
+    emit_model_bytes(INVALID(.id = id, .error = "DCR_E_TRUNCATED", .stage = "structure",
+                             .flags = "truncation", .text = text, .covers = "R-SEC-1"),
+                     off + 20, 0, 0);
     snprintf(id, sizeof id, "invalid/truncated-in-%s-payload", lt);
     snprintf(text, sizeof text, "the bundle cut in the middle of the %s payload", t);
-    emit_bytes(INVALID(.id = id, .error = "DCR_E_TRUNCATED", .stage = "structure",
-                       .flags = "truncation", .text = text, .covers = "R-SEC-3"),
-               &c);
-    c = bdup(&b);
-    c.p[off + 9] ^= 0x04; /* in the length field */
+    emit_model_bytes(INVALID(.id = id, .error = "DCR_E_TRUNCATED", .stage = "structure",
+                             .flags = "truncation", .text = text, .covers = "R-SEC-3"),
+                     off + 32 + len / 2, 0, 0);
     snprintf(id, sizeof id, "invalid/bit-flip-%s-header", lt);
     snprintf(text, sizeof text, "one bit of the %s section header's length flipped", t);
-    emit_bytes(INVALID(.id = id, .error = "DCR_E_CHECKSUM", .stage = "structure",
-                       .flags = "bit-flip", .text = text, .covers = "R-SEC-2"),
-               &c);
-    c = bdup(&b);
-    c.p[off + 32 + len - 1] ^= 0x20;
+    emit_model_bytes(INVALID(.id = id, .error = "DCR_E_CHECKSUM", .stage = "structure",
+                             .flags = "bit-flip", .text = text, .covers = "R-SEC-2"),
+                     SIZE_MAX, off + 9, 0x04);
     snprintf(id, sizeof id, "invalid/bit-flip-%s-payload", lt);
     snprintf(text, sizeof text, "one bit of the last %s payload byte flipped", t);
-    emit_bytes(INVALID(.id = id, .error = "DCR_E_CHECKSUM", .stage = "structure",
-                       .flags = "bit-flip", .text = text,
-                       .covers = "R-SEC-4"),
-               &c);
-    bundle_free(&B);
+    emit_model_bytes(INVALID(.id = id, .error = "DCR_E_CHECKSUM", .stage = "structure",
+                             .flags = "bit-flip", .text = text, .covers = "R-SEC-4"),
+                     SIZE_MAX, off + 32 + len - 1, 0x20);
   }
-  model(&B);
-  serialize(&B, &b);
-  b.n--;
-  emit_bytes(INVALID(.id = "invalid/truncated-last-byte", .error = "DCR_E_TRUNCATED",
-                     .stage = "structure", .flags = "truncation",
-                     .text = "the bundle without its last byte", .covers = "R-SEC-3"),
-             &b);
+  emit_model_bytes(INVALID(.id = "invalid/truncated-last-byte", .error = "DCR_E_TRUNCATED",
+                           .stage = "structure", .flags = "truncation",
+                           .text = "the bundle without its last byte", .covers = "R-SEC-3"),
+                   (size_t)sec(&B, "FOOT", 0)->off + 63, 0, 0);
   bundle_free(&B);
 
-  model(&B);
-  sec(&B, "MANI", 0)->flags = 3;
-  emit_model(INVALID(.id = "invalid/section-flags-reserved", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "MANI flags 0x0003: bit 1 is reserved", .covers = "R-SEC-10,R-RES-1"),
-             &B);
-  model(&B);
-  sec(&B, "IDEN", 0)->resv = 1;
-  emit_model(INVALID(.id = "invalid/section-reserved-byte", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "IDEN section header byte 7 set", .covers = "R-SEC-10,R-RES-1"),
-             &B);
-  model(&B);
-  sec(&B, "META", 0)->flags = 0x8000;
-  emit_model(INVALID(.id = "invalid/section-flags-reserved-ancillary", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "META flags bit 15 set", .covers = "R-SEC-10"),
-             &B);
-  model(&B);
-  {
-    section *s = sec(&B, "MANI", 0);
-    s->len_set = 1;
-    s->len_field = (1u << 30) + 1;
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    sec(&B, "MANI", 0)->flags = fix ? 1 : 3;
+    emit_model_fix(INVALID(.id = "invalid/section-flags-reserved", .error = "DCR_E_RESERVED",
+                           .stage = "structure", .flags = "reserved",
+                           .text = "MANI flags 0x0003: bit 1 is reserved",
+                           .covers = "R-SEC-10,R-RES-1"),
+                   &B, fix);
   }
-  emit_model(INVALID(.id = "invalid/section-length-over-limit", .error = "DCR_E_LIMIT",
-                     .stage = "structure", .flags = "limit,size-as-allocation",
-                     .text = "MANI declares 2^30 + 1 payload bytes (max_section_size is 2^30)",
-                     .covers = "R-SEC-3,R-LIM-1"),
-             &B);
-  model(&B);
-  {
-    section *s = sec(&B, "CHNK", 0);
-    s->len_set = 1;
-    s->len_field = UINT64_MAX - 16;
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    sec(&B, "IDEN", 0)->resv = !fix;
+    emit_model_fix(INVALID(.id = "invalid/section-reserved-byte", .error = "DCR_E_RESERVED",
+                           .stage = "structure", .flags = "reserved",
+                           .text = "IDEN section header byte 7 set", .covers = "R-SEC-10,R-RES-1"),
+                   &B, fix);
   }
-  emit_model(INVALID(.id = "invalid/section-length-wraps", .error = "DCR_E_LIMIT",
-                     .stage = "structure", .flags = "limit,size-as-allocation",
-                     .text = "a CHNK declares 2^64 - 17 payload bytes: offset + length wraps",
-                     .covers = "R-SEC-3,R-LIM-1"),
-             &B);
-  model(&B);
-  {
-    section *s = sec(&B, "MANI", 0);
-    s->len_set = 1;
-    s->len_field = (1u << 30) - 64;
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    sec(&B, "META", 0)->flags = fix ? 0 : 0x8000;
+    emit_model_fix(INVALID(.id = "invalid/section-flags-reserved-ancillary",
+                           .error = "DCR_E_RESERVED", .stage = "structure", .flags = "reserved",
+                           .text = "META flags bit 15 set", .covers = "R-SEC-10"),
+                   &B, fix);
   }
-  emit_model(INVALID(.id = "invalid/section-length-beyond-file", .error = "DCR_E_TRUNCATED",
-                     .stage = "structure", .flags = "size-as-allocation,truncation",
-                     .text = "MANI declares 2^30 - 64 payload bytes (within the limit) in a "
-                             "small file: must fail without allocating",
-                     .covers = "R-SEC-3"),
-             &B);
-  model(&B);
-  {
-    section *s = sec(&B, "MANI", 0);
-    if ((32 + s->pl.n) % 64 == 0) die("MANI has no padding");
-    s->pad_set = 1;
-    s->pad = 0x01;
-  }
-  emit_model(INVALID(.id = "invalid/section-padding-nonzero", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "the first padding byte after MANI is 0x01", .covers = "R-SEC-5"),
-             &B);
-  model(&B);
-  {
-    section *s = sec(&B, "CHNK", 1);
-    if ((32 + s->pl.n) % 64 == 0) die("CHNK has no padding");
-    s->pad_set = 1;
-    s->pad = 0x80;
-  }
-  emit_model(INVALID(.id = "invalid/section-padding-nonzero-chunk", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "the first padding byte after a CHNK is 0x80", .covers = "R-SEC-5"),
-             &B);
+  /* Declared lengths: the limit is checked before the bytes are looked for. */
+  static const struct {
+    const char *id, *text, *code, *flags, *type;
+    uint64_t len;
+  } sl[] = {
+      {"invalid/section-length-over-limit", "MANI declares 2^31 + 1 payload bytes "
+       "(max_section_size is 2^31)", "DCR_E_LIMIT", "limit,size-as-allocation", "MANI",
+       ((uint64_t)1 << 31) + 1},
+      {"invalid/section-length-wraps", "a CHNK declares 2^64 - 17 payload bytes: offset + "
+       "length wraps", "DCR_E_LIMIT", "limit,size-as-allocation", "CHNK", UINT64_MAX - 16},
+      {"invalid/section-length-beyond-file", "MANI declares 2^31 - 64 payload bytes (within "
+       "the limit) in a small file: must fail without allocating", "DCR_E_TRUNCATED",
+       "size-as-allocation,truncation", "MANI", ((uint64_t)1 << 31) - 64},
+  };
+  for (size_t i = 0; i < sizeof sl / sizeof *sl; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      section *s = sec(&B, sl[i].type, 0);
+      s->len_set = !fix;
+      s->len_field = sl[i].len;
+      emit_model_fix(INVALID(.id = sl[i].id, .error = sl[i].code, .stage = "structure",
+                             .flags = sl[i].flags, .text = sl[i].text,
+                             .covers = strcmp(sl[i].code, "DCR_E_LIMIT") ? "R-SEC-3"
+                                                                        : "R-SEC-3,R-LIM-1"),
+                     &B, fix);
+    }
+  static const struct {
+    const char *id, *text, *type;
+    unsigned nth;
+    uint8_t pad;
+  } sp[] = {
+      {"invalid/section-padding-nonzero", "the first padding byte after MANI is 0x01", "MANI", 0,
+       0x01},
+      {"invalid/section-padding-nonzero-chunk", "the first padding byte after a CHNK is 0x80",
+       "CHNK", 1, 0x80},
+  };
+  for (size_t i = 0; i < sizeof sp / sizeof *sp; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      section *s = sec(&B, sp[i].type, sp[i].nth);
+      if ((32 + s->pl.n) % 64 == 0) die("%s has no padding", sp[i].type);
+      s->pad_set = 1;
+      s->pad = fix ? 0 : sp[i].pad;
+      emit_model_fix(INVALID(.id = sp[i].id, .error = "DCR_E_RESERVED", .stage = "structure",
+                             .flags = "reserved", .text = sp[i].text, .covers = "R-SEC-5"),
+                     &B, fix);
+    }
 
-  /* Unknown sections. */
+  /* Unknown sections: repaired, each is an ancillary section that is skipped. */
   uint8_t junk[24];
   for (size_t i = 0; i < sizeof junk; i++) junk[i] = rbyte();
-  model(&B);
-  sec_insert(&B, 1, "XCRT", 1, 0, junk, sizeof junk);
-  emit_model(INVALID(.id = "invalid/unknown-critical-section", .error = "DCR_E_UNKNOWN_SECTION",
-                     .stage = "structure", .flags = "unknown-critical",
-                     .text = "a critical section of type XCRT after MANI", .covers = "R-SEC-6,§12"),
-             &B);
-  model(&B);
-  sec_insert(&B, sec_find(&B, "FOOT", 0), "\0\0\0\0", 1, 0, NULL, 0);
-  emit_model(INVALID(.id = "invalid/unknown-critical-section-empty", .error = "DCR_E_UNKNOWN_SECTION",
-                     .stage = "structure", .flags = "unknown-critical",
-                     .text = "an empty critical section of type 00 00 00 00 before FOOT",
-                     .covers = "R-SEC-6"),
-             &B);
-  model(&B);
-  sec_insert(&B, 2, "XTRA", 0, 0, junk, sizeof junk)->bad_pcheck = 1;
-  emit_model(INVALID(.id = "invalid/ancillary-payload-checksum", .error = "DCR_E_CHECKSUM",
-                     .stage = "structure", .flags = "ancillary,bit-flip",
-                     .text = "an unknown ancillary section whose payload check is wrong: skipped "
-                             "only after its checks pass",
-                     .covers = "R-SEC-7,R-SEC-4"),
-             &B);
-  model(&B);
-  {
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    sec_insert(&B, 1, "XCRT", (uint16_t)!fix, 0, junk, sizeof junk);
+    emit_model_fix(INVALID(.id = "invalid/unknown-critical-section",
+                           .error = "DCR_E_UNKNOWN_SECTION", .stage = "structure",
+                           .flags = "unknown-critical",
+                           .text = "a critical section of type XCRT after MANI",
+                           .covers = "R-SEC-6,§12"),
+                   &B, fix);
+  }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    sec_insert(&B, sec_find(&B, "FOOT", 0), "\0\0\0\0", (uint16_t)!fix, 0, NULL, 0);
+    emit_model_fix(INVALID(.id = "invalid/unknown-critical-section-empty",
+                           .error = "DCR_E_UNKNOWN_SECTION", .stage = "structure",
+                           .flags = "unknown-critical",
+                           .text = "an empty critical section of type 00 00 00 00 before FOOT",
+                           .covers = "R-SEC-6"),
+                   &B, fix);
+  }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    sec_insert(&B, 2, "XTRA", 0, 0, junk, sizeof junk)->bad_pcheck = !fix;
+    emit_model_fix(INVALID(.id = "invalid/ancillary-payload-checksum", .error = "DCR_E_CHECKSUM",
+                           .stage = "structure", .flags = "ancillary,bit-flip",
+                           .text = "an unknown ancillary section whose payload check is wrong: "
+                                   "skipped only after its checks pass",
+                           .covers = "R-SEC-7,R-SEC-4"),
+                   &B, fix);
+  }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
     section *s = sec_insert(&B, 2, "XTRA", 0, 0, junk, sizeof junk);
     s->pad_set = 1;
-    s->pad = 0xFF;
+    s->pad = fix ? 0 : 0xFF;
+    emit_model_fix(INVALID(.id = "invalid/ancillary-padding-nonzero", .error = "DCR_E_RESERVED",
+                           .stage = "structure", .flags = "ancillary,reserved",
+                           .text = "an unknown ancillary section with a non-zero padding byte",
+                           .covers = "R-SEC-7,R-SEC-5"),
+                   &B, fix);
   }
-  emit_model(INVALID(.id = "invalid/ancillary-padding-nonzero", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "ancillary,reserved",
-                     .text = "an unknown ancillary section with a non-zero padding byte",
-                     .covers = "R-SEC-7,R-SEC-5"),
-             &B);
 }
 
 static void order_vectors(void) {
@@ -1971,25 +2166,28 @@ static void order_vectors(void) {
       {"IDEN", "invalid/compression-unknown-iden", "IDEN with section compression 255", 1, 255,
        "DCR_E_ENCODING"},
   };
-  for (size_t i = 0; i < sizeof fl / sizeof *fl; i++) {
-    model(&B);
-    section *s = sec(&B, fl[i].type, 0);
-    s->flags = fl[i].flags;
-    s->comp = fl[i].comp;
-    emit_model(INVALID(.id = fl[i].id, .error = fl[i].code, .stage = "structure",
-                       .flags = "malformed-field", .text = fl[i].text, .covers = "R-SEC-11,§4.3"),
-               &B);
-  }
+  for (size_t i = 0; i < sizeof fl / sizeof *fl; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      section *s = sec(&B, fl[i].type, 0);
+      if (!fix) s->flags = fl[i].flags, s->comp = fl[i].comp;
+      emit_model_fix(INVALID(.id = fl[i].id, .error = fl[i].code, .stage = "structure",
+                             .flags = "malformed-field", .text = fl[i].text,
+                             .covers = "R-SEC-11,§4.3"),
+                     &B, fix);
+    }
 
   /* Footer (§5). */
-  model(&B);
-  fix_foot(&B);
-  B.auto_foot = 0;
-  bfill(&sec(&B, "FOOT", 0)->pl, 0, 16);
-  emit_model(INVALID(.id = "invalid/footer-length-48", .error = "DCR_E_STRUCTURE",
-                     .stage = "structure", .flags = "footer",
-                     .text = "a FOOT payload of 48 bytes", .covers = "R-FTR-1"),
-             &B);
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    fix_foot(&B);
+    B.auto_foot = 0;
+    bfill(&sec(&B, "FOOT", 0)->pl, 0, fix ? 0 : 16);
+    emit_model_fix(INVALID(.id = "invalid/footer-length-48", .error = "DCR_E_STRUCTURE",
+                           .stage = "structure", .flags = "footer",
+                           .text = "a FOOT payload of 48 bytes", .covers = "R-FTR-1"),
+                   &B, fix);
+  }
   model(&B);
   {
     buf b = {0};
@@ -2011,416 +2209,495 @@ static void order_vectors(void) {
       {"invalid/footer-indx-offset", "FOOT names INDX 64 bytes before it is", 2, (uint64_t)-64},
       {"invalid/footer-chunk-count", "FOOT counts one chunk more than there are", 3, 1},
   };
-  for (size_t i = 0; i < sizeof ft / sizeof *ft; i++) {
-    model(&B);
-    fix_foot(&B);
-    B.auto_foot = 0;
-    uint8_t *p = sec(&B, "FOOT", 0)->pl.p + 8 * ft[i].field;
-    put64(p, get64(p) + ft[i].delta);
-    emit_model(INVALID(.id = ft[i].id, .error = "DCR_E_STRUCTURE", .stage = "structure",
-                       .flags = "footer", .text = ft[i].text, .covers = "R-FTR-2"),
-               &B);
-  }
+  for (size_t i = 0; i < sizeof ft / sizeof *ft; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      fix_foot(&B);
+      B.auto_foot = 0;
+      uint8_t *p = sec(&B, "FOOT", 0)->pl.p + 8 * ft[i].field;
+      put64(p, get64(p) + (fix ? 0 : ft[i].delta));
+      emit_model_fix(INVALID(.id = ft[i].id, .error = "DCR_E_STRUCTURE", .stage = "structure",
+                             .flags = "footer", .text = ft[i].text, .covers = "R-FTR-2"),
+                     &B, fix);
+    }
+
+  /* A broken footer after a broken section: the walk meets the section first,
+   * whatever a reader that seeks the footer first finds. */
+  model(&B);
+  fix_foot(&B);
+  B.auto_foot = 0;
+  put64(sec(&B, "FOOT", 0)->pl.p + 24, 5);
+  sec(&B, "IDEN", 0)->bad_pcheck = 1;
+  emit_model(INVALID(.id = "invalid/order-walk-before-footer", .error = "DCR_E_CHECKSUM",
+                     .stage = "structure", .flags = "footer,bit-flip,check-order",
+                     .text = "IDEN's payload check is wrong and FOOT counts 5 chunks (two rules "
+                             "broken on purpose): the walk meets IDEN first, so a reader that "
+                             "reads the footer first still reports the checksum",
+                     .covers = "R-ORD-3,R-ORD-1,R-SEC-4"),
+             &B);
 
   /* Identities (§7). */
-  model(&B);
-  sec(&B, "IDEN", 0)->pl.n -= 16;
-  emit_model(INVALID(.id = "invalid/iden-length", .error = "DCR_E_STRUCTURE", .stage = "structure",
-                     .flags = "malformed-field", .text = "IDEN 16 bytes short of one hash per side per entry",
-                     .covers = "R-IDN-2"),
-             &B);
-  model(&B);
-  sec(&B, "IDEN", 0)->pl.p[3] ^= 1;
-  emit_model(INVALID(.id = "invalid/iden-base-state", .error = "DCR_E_CHECKSUM", .stage = "structure",
-                     .flags = "malformed-field", .text = "base_state_id is not the one the hashes give",
-                     .covers = "R-IDN-1"),
-             &B);
-  model(&B);
-  sec(&B, "IDEN", 0)->pl.p[40] ^= 1; /* a tensor hash: the target state id no longer fits */
-  emit_model(INVALID(.id = "invalid/iden-tensor-hash", .error = "DCR_E_CHECKSUM", .stage = "structure",
-                     .flags = "malformed-field",
-                     .text = "a base tensor hash changed, state ids left: base_state_id disagrees",
-                     .covers = "R-IDN-1"),
-             &B);
-  model(&B);
-  sec(&B, "IDEN", 0)->pl.p[16] ^= 1;
-  emit_model(INVALID(.id = "invalid/iden-target-state", .error = "DCR_E_CHECKSUM",
-                     .stage = "structure", .flags = "malformed-field",
-                     .text = "target_state_id is not the one the hashes give", .covers = "R-IDN-1"),
-             &B);
-}
-
-/* A manifest entry's descriptor by name and side. */
-static desc *mdesc(bundle *B, const char *name, int target) {
-  mentry *e = &B->man.e[entry_index(B, name)];
-  return target ? &e->t : &e->b;
-}
-
-static void manifest_vectors(void) {
-  bundle B;
-  model(&B);
-  sec(&B, "MANI", 0)->pl.n = 20;
-  emit_model(INVALID(.id = "invalid/manifest-truncated-fixed", .error = "DCR_E_TRUNCATED",
-                     .stage = "structure", .flags = "truncation",
-                     .text = "a MANI payload of 20 bytes: shorter than its fixed fields",
-                     .covers = "R-MAN-1"),
-             &B);
-  model(&B);
-  sec(&B, "MANI", 0)->pl.n -= 9;
-  emit_model(INVALID(.id = "invalid/manifest-truncated-entry", .error = "DCR_E_TRUNCATED",
-                     .stage = "structure", .flags = "truncation",
-                     .text = "a MANI payload cut inside the last entry's descriptor",
-                     .covers = "R-MAN-1"),
-             &B);
-  model(&B);
-  bfill(&sec(&B, "MANI", 0)->pl, 0, 3);
-  emit_model(INVALID(.id = "invalid/manifest-trailing-bytes", .error = "DCR_E_MANIFEST",
-                     .stage = "structure", .flags = "malformed-field",
-                     .text = "3 bytes after the last manifest entry", .covers = "R-MAN-1"),
-             &B);
-  model(&B);
-  B.man.resv[0] = 1;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-reserved-byte", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "manifest byte 9 (reserved) set", .covers = "R-MAN-1,R-RES-1"),
-             &B);
-  model(&B);
-  B.man.e[1].presence |= 4;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-presence-reserved-bit", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "presence bit 2 (reserved) set", .covers = "R-MAN-1,R-RES-1"),
-             &B);
-  model(&B);
-  B.man.e[0].resv = 0x10;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-entry-reserved-byte", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved",
-                     .text = "an entry's reserved byte set", .covers = "R-MAN-1,R-RES-1"),
-             &B);
-  model(&B);
-  B.man.count_set = 1;
-  B.man.count_field = (1u << 20) + 1;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-count-over-limit", .error = "DCR_E_LIMIT",
-                     .stage = "structure", .flags = "limit,size-as-allocation",
-                     .text = "entry_count 2^20 + 1 (max_tensors is 2^20)",
-                     .covers = "R-MAN-2,R-LIM-1"),
-             &B);
-  model(&B);
-  B.man.count_set = 1;
-  B.man.count_field = 1u << 20;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-count-beyond-payload", .error = "DCR_E_TRUNCATED",
-                     .stage = "structure", .flags = "size-as-allocation,truncation",
-                     .text = "entry_count 2^20 (at the limit) in a payload that holds 5 entries: "
-                             "must fail without allocating 2^20 entries",
-                     .covers = "R-MAN-2"),
-             &B);
-  model(&B);
-  B.man.plen_set = 1;
-  B.man.plen_field = (uint64_t)1 << 40;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-prefix-length-beyond-payload", .error = "DCR_E_TRUNCATED",
-                     .stage = "structure", .flags = "size-as-allocation,truncation",
-                     .text = "prefix_length 2^40", .covers = "R-MAN-2"),
-             &B);
-  model(&B);
-  B.man.e[B.man.n - 1].nlen_set = 1;
-  B.man.e[B.man.n - 1].nlen_field = 60000;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-name-length-beyond-payload", .error = "DCR_E_TRUNCATED",
-                     .stage = "structure", .flags = "size-as-allocation,truncation",
-                     .text = "the last entry's name_length is 60000", .covers = "R-MAN-2"),
-             &B);
   static const struct {
     const char *id, *text;
+    size_t at; /* a bit flipped at this byte of IDEN */
+  } id[] = {
+      {"invalid/iden-base-state", "base_state_id is not the one the hashes give", 3},
+      {"invalid/iden-tensor-hash", "a base tensor hash changed, state ids left: base_state_id "
+       "disagrees", 40},
+      {"invalid/iden-target-state", "target_state_id is not the one the hashes give", 16},
+  };
+  for (size_t i = 0; i < sizeof id / sizeof *id; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      sec(&B, "IDEN", 0)->pl.p[id[i].at] ^= (uint8_t)!fix;
+      emit_model_fix(INVALID(.id = id[i].id, .error = "DCR_E_CHECKSUM", .stage = "structure",
+                             .flags = "malformed-field", .text = id[i].text, .covers = "R-IDN-1"),
+                     &B, fix);
+    }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    sec(&B, "IDEN", 0)->pl.n -= fix ? 0 : 16;
+    emit_model_fix(INVALID(.id = "invalid/iden-length", .error = "DCR_E_STRUCTURE",
+                           .stage = "structure", .flags = "malformed-field",
+                           .text = "IDEN 16 bytes short of one hash per side per entry",
+                           .covers = "R-IDN-2"),
+                   &B, fix);
+  }
+}
+
+
+/* Writes vector v (fix = 0: structure- and chunk-stage vectors ship no
+ * checkpoints) or its repaired variant (fix = 1), which must apply to base and
+ * give target. */
+static void emit_fix(const vec *v, bundle *B, int fix, ckpt *base, ckpt *target) {
+  if (fix) {
+    emit_repaired_bundle(v, B, base, target);
+  } else {
+    emit_bundle(v, B, NULL, NULL);
+    bundle_free(B);
+  }
+}
+
+/* Entries of the model: a (BF16 [4096], changed), b (F32 [100], changed),
+ * c (U8 [64], removed), d (I16 [50], added), e (F32 [1024], unchanged). Vectors
+ * that break a descriptor use a base descriptor where they can (c's, or e's),
+ * which the carried safetensors header does not repeat; a vector that breaks a
+ * target descriptor could not keep that header in agreement with it. */
+enum { EA, EB, EC, ED, EE };
+
+static void set_name(mentry *e, const char *name, size_t n) {
+  free(e->name);
+  e->name = xmalloc(n);
+  memcpy(e->name, name, n);
+  e->nlen = n;
+}
+
+static void manifest_field_vectors(void) {
+  bundle B;
+  /* Fields of the manifest and of its entries, each set to one bad value. */
+  enum {
+    F_PLEN, F_COUNT, F_RESV, F_PRESENCE, F_ENTRY_RESV, F_NLEN, F_KIND, F_KEEP, F_SHORTEN, F_TRAIL
+  };
+  static const struct {
+    const char *id, *text, *code, *flags, *covers;
+    int field;
+    uint64_t value;
+    unsigned minor;
+  } mf[] = {
+      {"invalid/manifest-truncated-fixed", "a MANI payload of 20 bytes: shorter than its fixed "
+       "fields", "DCR_E_TRUNCATED", "truncation", "R-MAN-1", F_KEEP, 20, 0},
+      {"invalid/manifest-truncated-entry", "a MANI payload cut 9 bytes short, inside the last "
+       "entry's descriptor", "DCR_E_TRUNCATED", "truncation", "R-MAN-1", F_SHORTEN, 9, 0},
+      {"invalid/manifest-trailing-bytes", "3 bytes after the last manifest entry",
+       "DCR_E_MANIFEST", "malformed-field", "R-MAN-1", F_TRAIL, 3, 0},
+      {"invalid/manifest-reserved-byte", "manifest byte 9 (reserved) set", "DCR_E_RESERVED",
+       "reserved", "R-MAN-1,R-RES-1", F_RESV, 1, 0},
+      {"invalid/manifest-presence-reserved-bit", "entry b's presence 0x07: bit 2 is reserved",
+       "DCR_E_RESERVED", "reserved", "R-MAN-1,R-RES-1", F_PRESENCE, 7, 0},
+      {"invalid/manifest-presence-zero", "entry c's presence 0: present on neither side (its "
+       "base descriptor is then not written)", "DCR_E_MANIFEST", "malformed-field", "R-MAN-3",
+       F_PRESENCE, 0, 0},
+      {"invalid/manifest-entry-reserved-byte", "entry a's reserved byte 0x10", "DCR_E_RESERVED",
+       "reserved", "R-MAN-1,R-RES-1", F_ENTRY_RESV, 0x10, 0},
+      {"invalid/manifest-count-over-limit", "entry_count 2^20 + 1 (max_tensors is 2^20)",
+       "DCR_E_LIMIT", "limit,size-as-allocation", "R-MAN-2,R-LIM-1", F_COUNT, (1u << 20) + 1, 0},
+      {"invalid/manifest-count-beyond-payload", "entry_count 2^20 (at the limit) in a payload "
+       "that holds 5 entries: entry_count x 15 exceeds the bytes left, refused before any entry "
+       "is read", "DCR_E_TRUNCATED", "size-as-allocation,truncation", "R-MAN-2", F_COUNT,
+       1u << 20, 0},
+      {"invalid/manifest-prefix-length-beyond-payload", "prefix_length 2^26 (prefix_length + "
+       "data_length within max_file_size) in a small payload", "DCR_E_TRUNCATED",
+       "size-as-allocation,truncation", "R-MAN-2", F_PLEN, 1u << 26, 0},
+      {"invalid/manifest-prefix-length-over-file-size", "prefix_length 2^48: prefix_length + "
+       "data_length above max_file_size, refused right after data_length is read (before the "
+       "prefix bytes are looked for)", "DCR_E_LIMIT", "limit,size-as-allocation",
+       "R-MAN-2,R-LIM-1", F_PLEN, (uint64_t)1 << 48, 0},
+      {"invalid/manifest-name-length-beyond-payload", "the last entry's name_length is 4096 "
+       "(within max_name_length): the name would run past the payload", "DCR_E_TRUNCATED",
+       "size-as-allocation,truncation", "R-MAN-2", F_NLEN, 4096, 0},
+      {"invalid/manifest-kind-unknown", "checkpoint kind 2", "DCR_E_MANIFEST", "malformed-field",
+       "R-MAN-3", F_KIND, 2, 0},
+      {"invalid/manifest-kind-unknown-minor-1", "checkpoint kind 2 in a bundle of format 1.1: a "
+       "minor version adds no checkpoint kind", "DCR_E_MANIFEST", "malformed-field,version",
+       "R-MAN-3,§12", F_KIND, 2, 1},
+  };
+  for (size_t i = 0; i < sizeof mf / sizeof *mf; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      manifest *m = &B.man;
+      B.minor = mf[i].minor;
+      if (!fix) switch (mf[i].field) {
+          case F_PLEN: m->plen_set = 1, m->plen_field = mf[i].value; break;
+          case F_COUNT: m->count_set = 1, m->count_field = mf[i].value; break;
+          case F_RESV: m->resv[0] = (uint8_t)mf[i].value; break;
+          case F_PRESENCE: m->e[mf[i].value ? EB : EC].presence = (uint8_t)mf[i].value; break;
+          case F_ENTRY_RESV: m->e[EA].resv = (uint8_t)mf[i].value; break;
+          case F_NLEN:
+            m->e[m->n - 1].nlen_set = 1, m->e[m->n - 1].nlen_field = mf[i].value;
+            break;
+          case F_KIND: m->kind = (uint8_t)mf[i].value; break;
+          default: break;
+        }
+      remanifest(&B);
+      section *s = sec(&B, "MANI", 0);
+      if (!fix && mf[i].field == F_KEEP) s->pl.n = mf[i].value;
+      if (!fix && mf[i].field == F_SHORTEN) s->pl.n -= mf[i].value;
+      if (!fix && mf[i].field == F_TRAIL) bfill(&s->pl, 0, mf[i].value);
+      emit_model_fix(INVALID(.id = mf[i].id, .error = mf[i].code, .stage = "structure",
+                             .flags = mf[i].flags, .text = mf[i].text, .covers = mf[i].covers),
+                     &B, fix);
+    }
+
+  /* chunk_size, in a bundle without chunks (the model base against itself), so that
+   * no chunk record is also made wrong by it. */
+  bundle Z;
+  build(&Z, &MB, &MB, 4096, pol_default, NULL);
+  static const struct {
+    const char *id, *text, *code, *flags, *covers;
     uint64_t cs;
   } cs[] = {
-      {"invalid/manifest-chunk-size-not-power-of-two", "chunk_size 5000", 5000},
-      {"invalid/manifest-chunk-size-too-small", "chunk_size 2048 (below 4096)", 2048},
-      {"invalid/manifest-chunk-size-zero", "chunk_size 0", 0},
+      {"invalid/manifest-chunk-size-not-power-of-two", "chunk_size 5000", "DCR_E_MANIFEST",
+       "malformed-field", "R-MAN-3", 5000},
+      {"invalid/manifest-chunk-size-too-small", "chunk_size 2048 (below 4096)", "DCR_E_MANIFEST",
+       "malformed-field", "R-MAN-3", 2048},
+      {"invalid/manifest-chunk-size-zero", "chunk_size 0", "DCR_E_MANIFEST", "malformed-field",
+       "R-MAN-3", 0},
       {"invalid/manifest-chunk-size-over-limit", "chunk_size 2^31 (max_chunk_size is 2^30)",
-       (uint64_t)1 << 31},
+       "DCR_E_LIMIT", "limit", "R-MAN-3,R-LIM-1", (uint64_t)1 << 31},
   };
-  for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
-    model(&B);
-    B.man.chunk_size = cs[i].cs;
-    rebuild_mani(&B);
-    emit_model(INVALID(.id = cs[i].id, .error = "DCR_E_MANIFEST", .stage = "structure",
-                       .flags = "malformed-field", .text = cs[i].text, .covers = "R-MAN-3"),
-               &B);
-  }
-  model(&B);
-  B.man.kind = 2;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-kind-unknown", .error = "DCR_E_MANIFEST",
-                     .stage = "structure", .flags = "malformed-field",
-                     .text = "checkpoint kind 2", .covers = "R-MAN-3"),
-             &B);
-  model(&B);
-  B.man.e[2].presence = 0;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/manifest-presence-zero", .error = "DCR_E_MANIFEST",
-                     .stage = "structure", .flags = "malformed-field",
-                     .text = "an entry present on neither side", .covers = "R-MAN-3"),
-             &B);
+  for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      bundle_copy(&B, &Z);
+      B.man.chunk_size = fix ? 4096 : cs[i].cs;
+      remanifest(&B);
+      emit_fix(INVALID(.id = cs[i].id, .error = cs[i].code, .stage = "structure",
+                       .flags = cs[i].flags, .text = cs[i].text, .covers = cs[i].covers),
+               &B, fix, &MB, &MB);
+    }
+  bundle_free(&Z);
+}
 
-  /* Names (§6.2, R-MAN-4): the last entry "e" renamed. */
+static void manifest_entry_vectors(void) {
+  bundle B;
+  /* Names (R-MAN-4): entry c, removed, renamed; its name is in no carried header. */
   static const struct {
-    const char *id, *text, *name;
+    const char *id, *text, *name, *code, *flags;
     size_t n;
   } nm[] = {
-      {"invalid/name-empty", "an empty name", "", 0},
-      {"invalid/name-not-utf8", "a name with byte 0xFF", "e\xff", 2},
-      {"invalid/name-overlong-utf8", "a name with the overlong encoding C0 AF of '/'", "e\xc0\xaf", 3},
-      {"invalid/name-surrogate", "a name with the UTF-8 encoded surrogate U+D800", "e\xed\xa0\x80", 4},
-      {"invalid/name-above-unicode", "a name with F4 90 80 80 (above U+10FFFF)", "e\xf4\x90\x80\x80", 5},
-      {"invalid/name-truncated-utf8", "a name ending inside a UTF-8 sequence", "e\xe2\x82", 3},
-      {"invalid/name-nul", "a name containing U+0000", "e\0x", 3},
-      {"invalid/name-unsorted", "the last entry's name sorts before the previous one", "a0", 2},
-      {"invalid/name-duplicate", "the last entry has the previous entry's name", "d", 1},
+      {"invalid/name-empty", "entry c's name is empty (it then also sorts before b: emptiness "
+       "is checked first, with the same code)", "", "DCR_E_NAME", "name", 0},
+      {"invalid/name-not-utf8", "a name with byte 0xFF", "c\xff", "DCR_E_NAME", "name", 2},
+      {"invalid/name-overlong-utf8", "a name with the overlong encoding C0 AF of '/'",
+       "c\xc0\xaf", "DCR_E_NAME", "name", 3},
+      {"invalid/name-surrogate", "a name with the UTF-8 encoded surrogate U+D800",
+       "c\xed\xa0\x80", "DCR_E_NAME", "name", 4},
+      {"invalid/name-above-unicode", "a name with F4 90 80 80 (above U+10FFFF)",
+       "c\xf4\x90\x80\x80", "DCR_E_NAME", "name", 5},
+      {"invalid/name-truncated-utf8", "a name ending inside a UTF-8 sequence", "c\xe2\x82",
+       "DCR_E_NAME", "name", 3},
+      {"invalid/name-nul", "a name containing U+0000", "c\0x", "DCR_E_NAME", "name", 3},
+      {"invalid/name-unsorted", "entry c renamed a0: it sorts before the previous entry b", "a0",
+       "DCR_E_NAME", "name", 2},
+      {"invalid/name-duplicate", "entry c renamed b: the previous entry's name",
+       "b", "DCR_E_NAME", "duplicate-name,name", 1},
+      {"invalid/name-too-long", "entry c's name is 4097 bytes (max_name_length is 4096)", NULL,
+       "DCR_E_LIMIT", "name,limit", 4097},
   };
-  for (size_t i = 0; i < sizeof nm / sizeof *nm; i++) {
-    model(&B);
-    mentry *e = &B.man.e[B.man.n - 1];
-    free(e->name);
-    e->name = xmalloc(nm[i].n);
-    memcpy(e->name, nm[i].name, nm[i].n);
-    e->nlen = nm[i].n;
-    rebuild_mani(&B);
-    int dup = strstr(nm[i].id, "duplicate") != NULL;
-    emit_model(INVALID(.id = nm[i].id, .error = "DCR_E_NAME", .stage = "structure",
-                       .flags = dup ? "duplicate-name,name" : "name", .text = nm[i].text,
-                       .covers = "R-MAN-4"),
-               &B);
-  }
-  model(&B);
-  {
-    mentry *e = &B.man.e[B.man.n - 1];
-    free(e->name);
-    e->name = xmalloc(4097);
-    memset(e->name, 'e', 4097);
-    e->nlen = 4097;
-    rebuild_mani(&B);
-  }
-  emit_model(INVALID(.id = "invalid/name-too-long", .error = "DCR_E_NAME", .stage = "structure",
-                     .flags = "name,limit", .text = "a name of 4097 bytes (max_name_length is 4096)",
-                     .covers = "R-MAN-4,R-LIM-1"),
-             &B);
-
-  /* Dtypes, ranks, shapes (R-MAN-5). */
-  static const int bad_dt[] = {0, 16, 255};
-  for (int i = 0; i < 3; i++) {
-    char id[64], text[64];
-    model(&B);
-    mdesc(&B, "b", 1)->dtype = bad_dt[i];
-    rebuild_mani(&B);
-    snprintf(id, sizeof id, "invalid/dtype-%d", bad_dt[i]);
-    snprintf(text, sizeof text, "a target descriptor with dtype code %d", bad_dt[i]);
-    emit_model(INVALID(.id = id, .error = "DCR_E_DTYPE", .stage = "structure",
-                       .flags = "unknown-dtype", .text = text, .covers = "R-MAN-5,R-DT-1"),
-               &B);
-  }
-  model(&B);
-  mdesc(&B, "c", 0)->dtype = 99;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/dtype-base-side", .error = "DCR_E_DTYPE", .stage = "structure",
-                     .flags = "unknown-dtype", .text = "a removed tensor's base dtype code 99",
-                     .covers = "R-MAN-5,R-DT-1"),
-             &B);
-  model(&B);
-  {
-    desc *d = mdesc(&B, "b", 1);
-    d->rank = 17;
-    for (int i = 0; i < 17; i++) d->dims[i] = 1;
-    d->dims[0] = 100;
-    rebuild_mani(&B);
-  }
-  emit_model(INVALID(.id = "invalid/rank-over-limit", .error = "DCR_E_LIMIT", .stage = "structure",
-                     .flags = "limit", .text = "rank 17 (max_rank is 16)", .covers = "R-MAN-5,R-LIM-1"),
-             &B);
-  model(&B);
-  mdesc(&B, "b", 1)->rank = 255;
-  rebuild_mani(&B);
-  emit_model(INVALID(.id = "invalid/rank-beyond-payload", .error = "DCR_E_LIMIT", .stage = "structure",
-                     .flags = "limit,size-as-allocation",
-                     .text = "rank 255 with only 32 dims present: over the limit, checked before the dims are read",
-                     .covers = "R-MAN-5,R-LIM-1"),
-             &B);
-  static const struct {
-    const char *id, *text, *name;
-    int target;
-    unsigned rank;
-    uint64_t dims[3];
-    uint64_t len;
-    const char *flags;
-  } sh[] = {
-      {"invalid/shape-overflow", "U8 shape [2^32, 2^32, 2]: the product overflows 64 bits", "c", 0,
-       3, {1ull << 32, 1ull << 32, 2}, 0, "shape-overflow"},
-      {"invalid/shape-wraps-to-zero", "U8 shape [2^32, 2^32] with byte length 0: the product "
-       "wraps to exactly 0", "c", 0, 2, {1ull << 32, 1ull << 32, 0}, 0, "shape-overflow"},
-      {"invalid/shape-overflow-with-zero", "F32 shape [0, 2^62, 8] with byte length 0: a zero "
-       "does not excuse the overflow", "b", 1, 3, {0, 1ull << 62, 8}, 0, "shape-overflow"},
-      {"invalid/shape-dtype-size-overflow", "F32 shape [2^62]: elements fit, bytes overflow", "b",
-       1, 1, {1ull << 62, 0, 0}, 0, "shape-overflow"},
-      {"invalid/shape-byte-length", "F32 shape [100] with byte length 401", "b", 1, 1,
-       {100, 0, 0}, 401, "byte-length"},
-      {"invalid/shape-byte-length-base", "base U8 shape [64] with byte length 63", "c", 0, 1,
-       {64, 0, 0}, 63, "byte-length"},
-      {"invalid/shape-reshape-lies", "F32 shape [10, 11] (440 bytes) with byte length 400", "b",
-       1, 2, {10, 11, 0}, 400, "byte-length"},
-  };
-  for (size_t i = 0; i < sizeof sh / sizeof *sh; i++) {
-    model(&B);
-    desc *d = mdesc(&B, sh[i].name, sh[i].target);
-    d->rank = sh[i].rank;
-    memcpy(d->dims, sh[i].dims, sizeof sh[i].dims);
-    d->len = sh[i].len;
-    rebuild_mani(&B);
-    emit_model(INVALID(.id = sh[i].id, .error = "DCR_E_SHAPE", .stage = "structure",
-                       .flags = sh[i].flags, .text = sh[i].text, .covers = "R-MAN-5,R-ST-4"),
-               &B);
-  }
-
-  /* Layout (R-MAN-6): target entries a(8192) b(400) d(100) e(4096). */
-  static const struct {
-    const char *id, *text, *name;
-    uint64_t off;
-    int64_t dlen;
-  } ly[] = {
-      {"invalid/layout-gap", "tensor d starts 2 bytes after b ends; data_length covers it", "d",
-       2, 2},
-      {"invalid/layout-overlap", "tensor d starts 2 bytes before b ends", "d", (uint64_t)-2, 0},
-      {"invalid/layout-not-from-zero", "the first tensor starts at 8, the others moved up", NULL,
-       8, 8},
-      {"invalid/layout-short-data", "data_length 1 byte more than the tensors cover", NULL, 0, 1},
-      {"invalid/layout-past-data", "data_length 1 byte less than the tensors cover", NULL, 0, -1},
-      {"invalid/layout-offset-out-of-range", "tensor e's offset is 2^64 - 101", "e",
-       0, 0},
-  };
-  for (size_t i = 0; i < sizeof ly / sizeof *ly; i++) {
-    model(&B);
-    if (i == 2) {
-      for (size_t k = 0; k < B.man.n; k++)
-        if (B.man.e[k].presence & 2) B.man.e[k].t.off += 8;
-    } else if (i == 5) {
-      mdesc(&B, "e", 1)->off = UINT64_MAX - 100;
-    } else if (ly[i].name) {
-      mdesc(&B, ly[i].name, 1)->off += ly[i].off;
+  char *longname = xmalloc(4097);
+  memset(longname, 'c', 4097);
+  for (size_t i = 0; i < sizeof nm / sizeof *nm; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      if (fix) set_name(&B.man.e[EC], "c", 1);
+      else set_name(&B.man.e[EC], nm[i].name ? nm[i].name : longname, nm[i].n);
+      remanifest(&B);
+      emit_model_fix(INVALID(.id = nm[i].id, .error = nm[i].code, .stage = "structure",
+                             .flags = nm[i].flags, .text = nm[i].text,
+                             .covers = nm[i].name ? "R-MAN-4" : "R-MAN-4,R-LIM-1"),
+                     &B, fix);
     }
-    B.man.dlen = (uint64_t)((int64_t)B.man.dlen + ly[i].dlen);
-    rebuild_mani(&B);
-    emit_model(INVALID(.id = ly[i].id, .error = "DCR_E_LAYOUT", .stage = "structure",
-                       .flags = "offsets", .text = ly[i].text, .covers = "R-MAN-6"),
-               &B);
-  }
+  free(longname);
+
+  /* Descriptors (R-MAN-5): dtypes, ranks, shapes. */
+  static const struct {
+    const char *id, *text, *code, *flags, *covers;
+    int entry, target, dtype;
+    unsigned rank, rank_field;
+    uint64_t dims[17], len;
+  } ds[] = {
+      {"invalid/dtype-0", "removed tensor c's base dtype code 0", "DCR_E_DTYPE", "unknown-dtype",
+       "R-MAN-5,R-DT-1", EC, 0, 0, 1, 0, {64}, 64},
+      {"invalid/dtype-16", "removed tensor c's base dtype code 16", "DCR_E_DTYPE",
+       "unknown-dtype", "R-MAN-5,R-DT-1", EC, 0, 16, 1, 0, {64}, 64},
+      {"invalid/dtype-255", "removed tensor c's base dtype code 255", "DCR_E_DTYPE",
+       "unknown-dtype", "R-MAN-5,R-DT-1", EC, 0, 255, 1, 0, {64}, 64},
+      {"invalid/dtype-target-side", "b's target dtype code 99 (the carried header, which "
+       "still says F32, is compared with the entries only after every entry is read)",
+       "DCR_E_DTYPE", "unknown-dtype", "R-MAN-5,R-DT-1", EB, 1, 99, 1, 0, {100}, 400},
+      {"invalid/rank-over-limit", "c's base rank 17, shape [64, 1, ..., 1] (max_rank is 16)",
+       "DCR_E_LIMIT", "limit", "R-MAN-5,R-LIM-1", EC, 0, U8, 17, 0,
+       {64, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 64},
+      {"invalid/rank-beyond-payload", "the last descriptor (e's target) has rank byte 16 "
+       "(within max_rank), but only 24 bytes are left: its dims run past the payload",
+       "DCR_E_TRUNCATED", "size-as-allocation,truncation", "R-MAN-2", EE, 1, F32, 1, 16, {1024},
+       4096},
+      {"invalid/shape-overflow", "c's base U8 shape [2^32, 2^32, 2]: the product overflows 64 "
+       "bits", "DCR_E_SHAPE", "shape-overflow", "R-MAN-5,R-ST-4", EC, 0, U8, 3, 0,
+       {1ull << 32, 1ull << 32, 2}, 64},
+      {"invalid/shape-wraps-to-zero", "c's base U8 shape [2^32, 2^32] with byte length 0: the "
+       "product wraps to exactly 0", "DCR_E_SHAPE", "shape-overflow", "R-MAN-5,R-ST-4", EC, 0,
+       U8, 2, 0, {1ull << 32, 1ull << 32}, 0},
+      {"invalid/shape-overflow-with-zero", "c's base U8 shape [0, 2^62, 8] with byte length 0: "
+       "a zero does not excuse the overflow", "DCR_E_SHAPE", "shape-overflow", "R-MAN-5,R-ST-4",
+       EC, 0, U8, 3, 0, {0, 1ull << 62, 8}, 0},
+      {"invalid/shape-dtype-size-overflow", "e's base F32 shape [2^62] with byte length 0: the "
+       "elements fit, their bytes overflow (and wrap to 0)", "DCR_E_SHAPE", "shape-overflow",
+       "R-MAN-5,R-ST-4", EE, 0, F32, 1, 0, {1ull << 62}, 0},
+      {"invalid/shape-byte-length", "e's base F32 shape [1025] with byte length 4096",
+       "DCR_E_SHAPE", "byte-length", "R-MAN-5,R-ST-4", EE, 0, F32, 1, 0, {1025}, 4096},
+      {"invalid/shape-byte-length-base", "c's base U8 shape [64] with byte length 63",
+       "DCR_E_SHAPE", "byte-length", "R-MAN-5,R-ST-4", EC, 0, U8, 1, 0, {64}, 63},
+      {"invalid/shape-reshape-lies", "e's base F32 shape [32, 33] (4224 bytes) with byte "
+       "length 4096", "DCR_E_SHAPE", "byte-length", "R-MAN-5,R-ST-4", EE, 0, F32, 2, 0,
+       {32, 33}, 4096},
+  };
+  for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      if (!fix) {
+        mentry *e = &B.man.e[ds[i].entry];
+        desc *d = ds[i].target ? &e->t : &e->b;
+        d->dtype = ds[i].dtype;
+        d->rank = ds[i].rank;
+        d->rank_field = ds[i].rank_field;
+        memset(d->dims, 0, sizeof d->dims);
+        memcpy(d->dims, ds[i].dims, sizeof ds[i].dims);
+        d->len = ds[i].len;
+      }
+      remanifest(&B);
+      emit_model_fix(INVALID(.id = ds[i].id, .error = ds[i].code, .stage = "structure",
+                             .flags = ds[i].flags, .text = ds[i].text, .covers = ds[i].covers),
+                     &B, fix);
+    }
+
+  /* Layout (R-MAN-6): target entries a [0, 8192) b [8192, 8592) d [8592, 8692)
+   * e [8692, 12788). The carried header is written from the moved entries, so that
+   * it agrees with them; only the layout rule is broken. */
+  static const struct {
+    const char *id, *text;
+    uint64_t from, add, off_e; /* add `add` to offsets >= from; or set e's offset */
+    int64_t dlen;
+    int keep_header;
+  } ly[] = {
+      {"invalid/layout-gap", "d and e moved 2 bytes up: a gap after b; data_length covers it",
+       8592, 2, 0, 2, 0},
+      {"invalid/layout-overlap", "d and e moved 2 bytes down: d overlaps b", 8592,
+       (uint64_t)-2, 0, -2, 0},
+      {"invalid/layout-not-from-zero", "every tensor moved 8 bytes up: the first starts at 8", 0,
+       8, 0, 8, 0},
+      {"invalid/layout-short-data", "data_length 1 byte more than the tensors cover", 0, 0, 0, 1,
+       0},
+      {"invalid/layout-past-data", "data_length 1 byte less than the tensors cover", 0, 0, 0, -1,
+       0},
+      {"invalid/layout-offset-out-of-range", "tensor e's offset is 2^62", 0, 0, 1ull << 62, 0,
+       0},
+      {"invalid/layout-offset-wraps", "tensor e's offset is 2^64 - 101: offset + length wraps "
+       "(no safetensors header can say so: the carried one, compared only after the layout, "
+       "keeps e's offset)", 0, 0, UINT64_MAX - 100, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof ly / sizeof *ly; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      if (!fix) {
+        for (size_t k = 0; k < B.man.n; k++)
+          if ((B.man.e[k].presence & 2) && B.man.e[k].t.off >= ly[i].from)
+            B.man.e[k].t.off += ly[i].add;
+        if (ly[i].off_e) B.man.e[EE].t.off = ly[i].off_e;
+        B.man.dlen = (uint64_t)((int64_t)B.man.dlen + ly[i].dlen);
+      }
+      if (!ly[i].keep_header) prefix_from_entries(&B.man);
+      remanifest(&B);
+      emit_model_fix(INVALID(.id = ly[i].id, .error = "DCR_E_LAYOUT", .stage = "structure",
+                             .flags = "offsets", .text = ly[i].text, .covers = "R-MAN-6"),
+                     &B, fix);
+    }
 }
 
 /* Replaces the carried safetensors prefix with JSON text `json` (N = its length,
  * unless n_field is given). */
-static void set_prefix(bundle *B, const char *json, uint64_t n_field) {
-  size_t n = strlen(json);
-  B->man.prefix.n = 0;
-  bu64(&B->man.prefix, n_field ? n_field : n);
-  bput(&B->man.prefix, json, n);
+static void set_prefix(bundle *B, const void *json, size_t n, uint64_t n_field) {
+  text_prefix(&B->man.prefix, json, n, n_field);
   rebuild_mani(B);
+}
+
+/* json with the first `from` replaced by `to`, into out. */
+static void subst(buf *out, const char *json, const char *from, const char *to) {
+  const char *at = strstr(json, from);
+  if (!at) die("no %s in %s", from, json);
+  out->n = 0;
+  bput(out, json, (size_t)(at - json));
+  bput(out, to, strlen(to));
+  bput(out, at + strlen(from), strlen(at + strlen(from)));
+}
+
+/* The model target's header text, with its padding (3 spaces). */
+static char model_json[1024];
+
+static void read_model_json(void) {
+  const buf *p = &M.man.prefix;
+  size_t n = p->n - 8;
+  if (n >= sizeof model_json) die("model header too long");
+  memcpy(model_json, p->p + 8, n);
+  model_json[n] = '\0';
 }
 
 static void prefix_vectors(void) {
   bundle B;
-  /* The model target's header, with one thing changed each time. */
-  char base_json[1024];
-  {
-    const buf *p = &M.man.prefix;
-    size_t n = p->n - 8;
-    while (n && p->p[8 + n - 1] == ' ') n--;
-    memcpy(base_json, p->p + 8, n);
-    base_json[n] = '\0';
-  }
+  buf json = {0};
+  /* The header with `from` replaced by `to`; repaired, by `fix` (NULL: `from`). */
   static const struct {
-    const char *id, *text, *from, *to, *code, *flags, *covers;
+    const char *id, *text, *from, *to, *fix, *code, *flags, *covers;
   } px[] = {
-      {"invalid/prefix-shape-disagrees", "the carried header says b is [10, 10], the manifest [100]",
-       "\"shape\":[100]", "\"shape\":[10,10]", "DCR_E_MANIFEST", "checkpoint", "R-MAN-8"},
-      {"invalid/prefix-not-json", "the carried header is not JSON", "{\"a\"", "{\"a\"\"",
-       "DCR_E_CHECKPOINT", "checkpoint", "R-MAN-8,R-ST-2"},
+      {"invalid/prefix-shape-disagrees", "the carried header says b is [10, 10], the manifest "
+       "[100]", "\"shape\":[100]", "\"shape\":[10,10]", NULL, "DCR_E_MANIFEST", "checkpoint",
+       "R-MAN-8"},
+      {"invalid/prefix-not-json", "the carried header is not JSON", "{\"a\"", "{\"a\"\"", NULL,
+       "DCR_E_CHECKPOINT", "checkpoint", "R-MAN-8,R-ST-7"},
       {"invalid/prefix-extra-key", "a tensor object with a fourth key", "\"dtype\":\"F32\"",
-       "\"dtype\":\"F32\",\"x\":1", "DCR_E_CHECKPOINT", "checkpoint", "R-MAN-8,R-ST-2"},
+       "\"dtype\":\"F32\",\"x\":1", NULL, "DCR_E_CHECKPOINT", "checkpoint", "R-MAN-8,R-ST-2"},
       {"invalid/prefix-negative-offset", "data_offsets with a negative number",
-       "\"data_offsets\":[0,", "\"data_offsets\":[-1,", "DCR_E_CHECKPOINT", "checkpoint",
+       "\"data_offsets\":[0,", "\"data_offsets\":[-1,", NULL, "DCR_E_CHECKPOINT", "checkpoint",
        "R-ST-2"},
       {"invalid/prefix-dtype-unknown", "the carried header's dtype \"F4\"", "\"dtype\":\"F32\"",
-       "\"dtype\":\"F4\"", "DCR_E_DTYPE", "checkpoint,unknown-dtype", "R-MAN-8,R-ST-3"},
+       "\"dtype\":\"F4\"", NULL, "DCR_E_DTYPE", "checkpoint,unknown-dtype", "R-MAN-8,R-ST-3"},
       {"invalid/prefix-dtype-lowercase", "the carried header's dtype \"bf16\"",
-       "\"dtype\":\"BF16\"", "\"dtype\":\"bf16\"", "DCR_E_DTYPE", "checkpoint,unknown-dtype",
-       "R-ST-3"},
-      {"invalid/prefix-shape-byte-length", "the carried header's shape [101] for 400 bytes of F32",
-       "\"shape\":[100]", "\"shape\":[101]", "DCR_E_SHAPE", "checkpoint,byte-length",
-       "R-MAN-8,R-ST-4"},
-      {"invalid/prefix-duplicate-name", "the carried header repeats the key \"a\"", "{\"a\":",
-       "{\"a\":{},\"a\":", "DCR_E_NAME", "checkpoint,duplicate-name", "R-MAN-8,R-ST-5"},
+       "\"dtype\":\"BF16\"", "\"dtype\":\"bf16\"", NULL, "DCR_E_DTYPE",
+       "checkpoint,unknown-dtype", "R-ST-3"},
+      {"invalid/prefix-shape-byte-length", "the carried header's shape [101] for 400 bytes of "
+       "F32", "\"shape\":[100]", "\"shape\":[101]", NULL, "DCR_E_SHAPE",
+       "checkpoint,byte-length", "R-MAN-8,R-ST-4"},
+      {"invalid/prefix-duplicate-name", "the carried header repeats the member \"a\" verbatim: "
+       "a reader that keeps either copy sees the target's tensors; only the duplicate check "
+       "finds it (repaired: the copy removed)", "\"b\":{",
+       "\"a\":{\"dtype\":\"BF16\",\"shape\":[4096],\"data_offsets\":[0,8192]},\"b\":{", NULL,
+       "DCR_E_NAME", "checkpoint,duplicate-name", "R-MAN-8,R-ST-5"},
+      {"invalid/prefix-duplicate-name-differs", "the carried header's key \"b\" renamed \"a\": "
+       "two members a with different valid values", "\"b\":{", "\"a\":{", NULL, "DCR_E_NAME",
+       "checkpoint,duplicate-name", "R-MAN-8,R-ST-5,R-ST-7"},
+      {"invalid/prefix-layout-gap", "the carried header moves tensor d one byte up: a valid "
+       "header (rules 1-5 of §2.1) whose offsets are not the target entries'",
+       "\"data_offsets\":[8592,8692]", "\"data_offsets\":[8593,8693]", NULL, "DCR_E_MANIFEST",
+       "checkpoint,offsets", "R-MAN-8"},
+      {"invalid/prefix-extra-tensor", "the carried header has a zero-length tensor the manifest "
+       "does not", "]}} ", "]},\"z\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}",
+       NULL, "DCR_E_MANIFEST", "checkpoint", "R-MAN-8"},
+      {"invalid/prefix-bom", "a UTF-8 byte order mark before the header's {", "{\"a\":",
+       "\xef\xbb\xbf{\"a\":", NULL, "DCR_E_CHECKPOINT", "checkpoint", "R-MAN-8,R-ST-7"},
+      {"invalid/prefix-duplicate-key-in-tensor", "tensor b's object has \"dtype\":\"F32\" twice",
+       "\"dtype\":\"F32\"", "\"dtype\":\"F32\",\"dtype\":\"F32\"", NULL, "DCR_E_CHECKPOINT",
+       "checkpoint", "R-MAN-8,R-ST-7"},
+      {"invalid/prefix-duplicate-key-in-metadata", "__metadata__ has the key \"k\" twice "
+       "(repaired: the second is \"l\")", "{\"a\":",
+       "{\"__metadata__\":{\"k\":\"v\",\"k\":\"v\"},\"a\":",
+       "{\"__metadata__\":{\"k\":\"v\",\"l\":\"v\"},\"a\":", "DCR_E_CHECKPOINT",
+       "checkpoint,metadata", "R-MAN-8,R-ST-2"},
+      {"invalid/prefix-name-nul", "the carried header's name \"e\\u0000\" (U+0000 by a JSON "
+       "escape)", "\"e\":", "\"e\\u0000\":", NULL, "DCR_E_NAME", "checkpoint,name",
+       "R-MAN-8,R-ST-5,R-ST-7"},
+      {"invalid/prefix-name-lone-surrogate", "the carried header's name \"e\\ud800\" (a lone "
+       "surrogate escape: not a character)", "\"e\":", "\"e\\ud800\":", NULL, "DCR_E_NAME",
+       "checkpoint,name", "R-MAN-8,R-ST-5,R-ST-7"},
+      {"invalid/prefix-number-fraction", "b's shape [100.0]: a number with a fraction",
+       "\"shape\":[100]", "\"shape\":[100.0]", NULL, "DCR_E_CHECKPOINT", "checkpoint",
+       "R-MAN-8,R-ST-7"},
+      {"invalid/prefix-number-exponent", "b's shape [1e2]: a number with an exponent",
+       "\"shape\":[100]", "\"shape\":[1e2]", NULL, "DCR_E_CHECKPOINT", "checkpoint",
+       "R-MAN-8,R-ST-7"},
+      {"invalid/prefix-trailing-garbage", "the first space after the header's closing } "
+       "is an x", "]}} ", "]}}x", NULL, "DCR_E_CHECKPOINT", "checkpoint", "R-MAN-8,R-ST-7"},
   };
-  for (size_t i = 0; i < sizeof px / sizeof *px; i++) {
-    char json[1200];
-    const char *at = strstr(base_json, px[i].from);
-    if (!at) die("prefix vector %s: no %s in %s", px[i].id, px[i].from, base_json);
-    snprintf(json, sizeof json, "%.*s%s%s", (int)(at - base_json), base_json, px[i].to,
-             at + strlen(px[i].from));
+  for (size_t i = 0; i < sizeof px / sizeof *px; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      subst(&json, model_json, px[i].from, fix ? (px[i].fix ? px[i].fix : px[i].from) : px[i].to);
+      model(&B);
+      set_prefix(&B, json.p, json.n, 0);
+      emit_model_fix(INVALID(.id = px[i].id, .error = px[i].code, .stage = "structure",
+                             .flags = px[i].flags, .text = px[i].text, .covers = px[i].covers),
+                     &B, fix);
+    }
+  {
+    /* A carried name over max_name_length; repaired, e's own name. */
+    char name[4101] = "\"";
+    memset(name + 1, 'e', 4097);
+    strcpy(name + 4098, "\":");
+    for (int fix = 0; fix < 2; fix++) {
+      subst(&json, model_json, "\"e\":", fix ? "\"e\":" : name);
+      model(&B);
+      set_prefix(&B, json.p, json.n, 0);
+      emit_model_fix(INVALID(.id = "invalid/prefix-name-too-long", .error = "DCR_E_LIMIT",
+                             .stage = "structure", .flags = "checkpoint,name,limit",
+                             .text = "the carried header names e with 4097 bytes "
+                                     "(max_name_length is 4096)",
+                             .covers = "R-ST-5,R-LIM-1"),
+                     &B, fix);
+    }
+  }
+  for (int fix = 0; fix < 2; fix++) {
     model(&B);
-    set_prefix(&B, json, 0);
-    emit_model(INVALID(.id = px[i].id, .error = px[i].code, .stage = "structure",
-                       .flags = px[i].flags, .text = px[i].text, .covers = px[i].covers),
-               &B);
+    set_prefix(&B, model_json, strlen(model_json), fix ? 0 : strlen(model_json) + 1);
+    emit_model_fix(INVALID(.id = "invalid/prefix-header-length", .error = "DCR_E_CHECKPOINT",
+                           .stage = "structure", .flags = "checkpoint",
+                           .text = "the carried header's length field is prefix_length - 7",
+                           .covers = "R-MAN-8,R-ST-1"),
+                   &B, fix);
   }
-  model(&B);
-  set_prefix(&B, base_json, strlen(base_json) + 1);
-  emit_model(INVALID(.id = "invalid/prefix-header-length", .error = "DCR_E_CHECKPOINT",
-                     .stage = "structure", .flags = "checkpoint",
-                     .text = "the carried header's length field is prefix_length - 7",
-                     .covers = "R-MAN-8,R-ST-1"),
-             &B);
-  model(&B);
-  set_prefix(&B, base_json, 100000001);
-  emit_model(INVALID(.id = "invalid/prefix-header-over-limit", .error = "DCR_E_LIMIT",
-                     .stage = "structure", .flags = "checkpoint,limit,size-as-allocation",
-                     .text = "the carried header's length field is 100000001 (max_header_size "
-                             "is 10^8)",
-                     .covers = "R-ST-1,R-LIM-1"),
-             &B);
-  model(&B);
-  {
-    /* Tensor d moved one byte up in the header only. */
-    const desc *d = mdesc(&B, "d", 1);
-    char from[64], to[64], json[1200];
-    snprintf(from, sizeof from, "\"data_offsets\":[%llu,%llu]", (unsigned long long)d->off,
-             (unsigned long long)(d->off + d->len));
-    snprintf(to, sizeof to, "\"data_offsets\":[%llu,%llu]", (unsigned long long)d->off + 1,
-             (unsigned long long)(d->off + d->len + 1));
-    const char *at = strstr(base_json, from);
-    if (!at) die("no %s", from);
-    snprintf(json, sizeof json, "%.*s%s%s", (int)(at - base_json), base_json, to, at + strlen(from));
-    set_prefix(&B, json, 0);
+  for (int fix = 0; fix < 2; fix++) {
+    /* A real header of max_header_size + 1 bytes (spaces after the object), in a
+     * zstd-compressed MANI so that the file stays small; repaired, exactly
+     * max_header_size: valid, but no checkpoint of it ships. */
+    model(&B);
+    size_t n = 100000000 + (size_t)!fix, text = strlen(model_json);
+    B.man.prefix.n = 0;
+    bu64(&B.man.prefix, n);
+    bput(&B.man.prefix, model_json, text);
+    bfill(&B.man.prefix, ' ', n - text);
+    buf m = {0};
+    manifest_bytes(&B.man, &m);
+    size_t run = 32 + 8 + text; /* where the spaces start in the manifest */
+    section *s = sec(&B, "MANI", 0);
+    s->comp = 1;
+    s->pl.n = 0;
+    zframe_rle(&s->pl, m.p, run, ' ', n - text, m.p + run + n - text, m.n - run - (n - text));
+    bfree(&m);
+    const vec *v = INVALID(.id = "invalid/prefix-header-over-limit", .error = "DCR_E_LIMIT",
+                           .stage = "structure", .flags = "checkpoint,limit,compression,handmade-zstd",
+                           .text = "the carried header is 100000001 bytes (max_header_size is "
+                                   "10^8): the target's header padded with spaces; MANI is "
+                                   "zstd-compressed",
+                           .covers = "R-ST-1,R-LIM-1");
+    emit_fix(v, &B, fix, NULL, NULL);
   }
-  emit_model(INVALID(.id = "invalid/prefix-layout-gap", .error = "DCR_E_LAYOUT",
-                     .stage = "structure", .flags = "checkpoint,offsets",
-                     .text = "the carried header moves tensor d one byte up, leaving a gap and "
-                             "ending past the data region",
-                     .covers = "R-MAN-8,R-ST-6"),
-             &B);
-  model(&B);
-  {
-    char json[1200];
-    snprintf(json, sizeof json, "%.*s,\"z\":{\"dtype\":\"U8\",\"shape\":[0],"
-             "\"data_offsets\":[0,0]}}", (int)(strlen(base_json) - 1), base_json);
-    set_prefix(&B, json, 0);
-  }
-  emit_model(INVALID(.id = "invalid/prefix-extra-tensor", .error = "DCR_E_MANIFEST",
-                     .stage = "structure", .flags = "checkpoint",
-                     .text = "the carried header has a zero-length tensor the manifest does not",
-                     .covers = "R-MAN-8"),
-             &B);
+  bfree(&json);
 }
 
 static void raw_vectors(void) {
@@ -2435,42 +2712,31 @@ static void raw_vectors(void) {
   mutate(ck_get(&rt, "raw"), 50);
   ck_finish(&rt);
   build(&R0, &rb, &rt, 4096, pol_default, NULL);
-  bundle_copy(&B, &R0);
-  bput(&B.man.prefix, "12345678", 8);
-  rebuild_mani(&B);
-  emit_bundle(INVALID(.id = "invalid/raw-prefix", .error = "DCR_E_MANIFEST", .stage = "structure",
-                      .flags = "raw,malformed-field", .text = "kind raw with an 8-byte prefix",
-                      .covers = "R-MAN-7"),
-              &B, NULL, NULL);
-  bundle_free(&B);
-  bundle_copy(&B, &R0);
-  B.man.e[0].name[2] = 'x';
-  rebuild_mani(&B);
-  rebuild_iden(&B);
-  emit_bundle(INVALID(.id = "invalid/raw-name", .error = "DCR_E_MANIFEST", .stage = "structure",
-                      .flags = "raw,malformed-field", .text = "kind raw with the tensor named \"rax\"",
-                      .covers = "R-MAN-7"),
-              &B, NULL, NULL);
-  bundle_free(&B);
-  bundle_copy(&B, &R0);
-  B.man.e[0].t.dtype = I8;
-  B.man.e[0].b.dtype = I8;
-  rebuild_mani(&B);
-  rebuild_iden(&B);
-  emit_bundle(INVALID(.id = "invalid/raw-dtype", .error = "DCR_E_MANIFEST", .stage = "structure",
-                      .flags = "raw,malformed-field", .text = "kind raw with an I8 tensor",
-                      .covers = "R-MAN-7"),
-              &B, NULL, NULL);
-  bundle_free(&B);
-  bundle_copy(&B, &R0);
-  B.man.e[0].presence = 2;
-  rebuild_mani(&B);
-  rebuild_iden(&B);
-  emit_bundle(INVALID(.id = "invalid/raw-target-only", .error = "DCR_E_MANIFEST", .stage = "structure",
-                      .flags = "raw,malformed-field",
-                      .text = "kind raw with the tensor on the target side only", .covers = "R-MAN-7"),
-              &B, NULL, NULL);
-  bundle_free(&B);
+  enum { R_PREFIX, R_NAME, R_DTYPE, R_PRESENCE };
+  static const struct {
+    const char *id, *text;
+    int field;
+  } rv[] = {
+      {"invalid/raw-prefix", "kind raw with an 8-byte prefix", R_PREFIX},
+      {"invalid/raw-name", "kind raw with the tensor named \"rax\"", R_NAME},
+      {"invalid/raw-dtype", "kind raw with an I8 tensor (both sides)", R_DTYPE},
+      {"invalid/raw-target-only", "kind raw with the tensor on the target side only", R_PRESENCE},
+  };
+  for (size_t i = 0; i < sizeof rv / sizeof *rv; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      bundle_copy(&B, &R0);
+      mentry *e = &B.man.e[0];
+      if (!fix) switch (rv[i].field) {
+          case R_PREFIX: bput(&B.man.prefix, "12345678", 8); break;
+          case R_NAME: e->name[2] = 'x'; break;
+          case R_DTYPE: e->t.dtype = e->b.dtype = I8; break;
+          default: e->presence = 2; break;
+        }
+      remanifest(&B);
+      emit_fix(INVALID(.id = rv[i].id, .error = "DCR_E_MANIFEST", .stage = "structure",
+                       .flags = "raw,malformed-field", .text = rv[i].text, .covers = "R-MAN-7"),
+               &B, fix, &rb, &rt);
+    }
   /* Applied to a raw base of another size. */
   {
     static ckpt wb;
@@ -2491,444 +2757,568 @@ static void raw_vectors(void) {
   bundle_free(&R0);
 }
 
-/* Encoded data helpers for chunk vectors: `entry`/`chunk` of the model bundle. */
+/* The streams of the model's chunk `chunk` of entry `entry`, encoded as `enc`. */
+static void model_streams(streams *st, size_t entry, uint32_t chunk, int enc) {
+  const mentry *e = &M.man.e[entry];
+  unsigned es = dt_size[e->t.dtype];
+  uint64_t at = (uint64_t)chunk * M.man.chunk_size;
+  size_t bytes = (size_t)(e->t.len - at < M.man.chunk_size ? e->t.len - at : M.man.chunk_size);
+  if (!delta_coded(e)) die("model_streams: %s is not delta-coded", (const char *)e->name);
+  make_streams(st, e->bt->data + at, e->tt->data + at, bytes / es, es, enc);
+}
+
+/* Gives a chunk of B encoded data `data`, with encoding, compression and count. */
 static void chunk_data(bundle *B, uint32_t entry, uint32_t chunk, int enc, int comp,
-                       uint32_t count, const void *p, size_t n) {
+                       uint32_t count, const buf *data) {
+  set_chunk(chunk_sec(B, entry, chunk), enc, comp, count, data);
+}
+
+/* Encoded data of a chunk of the model from its streams (consumed), stored or
+ * compressed with libzstd as the valid vectors are. */
+static void model_chunk(bundle *B, uint32_t entry, uint32_t chunk, int enc, int comp,
+                        streams *st) {
   buf d = {0};
-  bput(&d, p, n);
-  set_chunk(chunk_sec(B, entry, chunk), enc, comp, count, &d);
+  uint32_t count = st->count;
+  join_streams(&d, st, comp);
+  chunk_data(B, entry, chunk, enc, comp, count, &d);
   bfree(&d);
 }
 
-static void chunk_vectors(void) {
+static void chunk_record_vectors(void) {
   bundle B;
-  /* Model chunks: a/0 XOR_SPARSE stored, a/1 XOR_DENSE zstd, b/0 OVERWRITE_SPARSE
-   * stored (F32, n = 100), d/0 OVERWRITE_DENSE zstd (I16, n = 50). Entries:
-   * a=0 b=1 c=2 d=3 e=4. */
+  /* Chunk records (R-CHK-2): b/0's, fields in stored order. Model chunks: a/0
+   * XOR_SPARSE stored, a/1 XOR_DENSE zstd, b/0 OVERWRITE_SPARSE stored (F32,
+   * n = 100, 12 changed), d/0 OVERWRITE_DENSE zstd (I16, n = 50). */
   static const struct {
     const char *id, *text, *code;
-    int field; /* 0 tensor, 1 chunk, 2 count, 3 reserved */
+    size_t at, width; /* the field: offset and size in the record */
     uint64_t value;
     const char *flags, *covers;
   } rc[] = {
       {"invalid/chunk-tensor-out-of-range", "a chunk record names entry 99 of 5", "DCR_E_INDEX", 0,
-       99, "index", "R-IDX-1,R-CHK-2"},
-      {"invalid/chunk-tensor-removed", "a chunk record names the removed tensor c", "DCR_E_INDEX", 0,
-       2, "index", "R-IDX-1,R-CHK-2"},
-      {"invalid/chunk-number-out-of-range", "chunk 1 of b, which has one chunk", "DCR_E_INDEX", 1, 1,
+       4, 99, "index", "R-IDX-1,R-CHK-2"},
+      {"invalid/chunk-tensor-removed", "a chunk record names the removed tensor c", "DCR_E_INDEX",
+       0, 4, EC, "index", "R-IDX-1,R-CHK-2"},
+      {"invalid/chunk-number-out-of-range", "chunk 1 of b, which has one chunk", "DCR_E_INDEX", 4,
+       4, 1, "index", "R-IDX-1,R-CHK-2"},
+      {"invalid/chunk-record-reserved", "a chunk record's reserved field set", "DCR_E_RESERVED",
+       10, 2, 1, "reserved", "R-RES-1"},
+      {"invalid/chunk-count-zero", "a chunk record with count 0", "DCR_E_INDEX", 12, 4, 0,
        "index", "R-IDX-1,R-CHK-2"},
-      {"invalid/chunk-count-zero", "a chunk record with count 0", "DCR_E_INDEX", 2, 0, "index",
-       "R-IDX-1,R-CHK-2"},
-      {"invalid/chunk-count-over-n", "count 101 for a chunk of 100 elements", "DCR_E_INDEX", 2,
-       101, "index", "R-IDX-1,R-CHK-2"},
-      {"invalid/chunk-record-reserved", "a chunk record's reserved field set", "DCR_E_RESERVED", 3,
-       1, "reserved", "R-RES-1"},
+      {"invalid/chunk-count-over-n", "count 101 for a chunk of 100 elements", "DCR_E_INDEX", 12,
+       4, 101, "index", "R-IDX-1,R-CHK-2"},
   };
-  for (size_t i = 0; i < sizeof rc / sizeof *rc; i++) {
+  for (size_t i = 0; i < sizeof rc / sizeof *rc; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      uint8_t *r = chunk_sec(&B, EB, 0)->pl.p + rc[i].at;
+      if (!fix) {
+        if (rc[i].width == 4) put32(r, rc[i].value);
+        else put16(r, rc[i].value);
+      }
+      emit_model_fix(INVALID(.id = rc[i].id, .error = rc[i].code, .stage = "structure",
+                             .flags = rc[i].flags, .text = rc[i].text, .covers = rc[i].covers),
+                     &B, fix);
+    }
+  for (int fix = 0; fix < 2; fix++) {
     model(&B);
-    uint8_t *r = chunk_sec(&B, 1, 0)->pl.p;
-    if (rc[i].field == 0) put32(r, rc[i].value);
-    else if (rc[i].field == 1) put32(r + 4, rc[i].value);
-    else if (rc[i].field == 2) put32(r + 12, rc[i].value);
-    else put16(r + 10, rc[i].value);
-    emit_model(INVALID(.id = rc[i].id, .error = rc[i].code, .stage = "structure",
-                       .flags = rc[i].flags, .text = rc[i].text, .covers = rc[i].covers),
-               &B);
+    if (!fix) sec(&B, "CHNK", 0)->pl.n = 31;
+    emit_model_fix(INVALID(.id = "invalid/chunk-payload-short", .error = "DCR_E_STRUCTURE",
+                           .stage = "structure", .flags = "truncation",
+                           .text = "a CHNK payload of 31 bytes: shorter than its record (the "
+                                   "index record agrees with it)",
+                           .covers = "R-CHK-1"),
+                   &B, fix);
   }
-  model(&B);
-  sec(&B, "CHNK", 0)->pl.n = 31;
-  emit_model(INVALID(.id = "invalid/chunk-payload-short", .error = "DCR_E_STRUCTURE",
-                     .stage = "structure", .flags = "truncation",
-                     .text = "a CHNK payload of 31 bytes: shorter than its record",
-                     .covers = "R-CHK-1"),
-             &B);
 
   /* Index (§8.3). */
-  model(&B);
-  fix_index(&B);
-  B.auto_index = 0;
-  sec(&B, "INDX", 0)->pl.n -= 32;
-  emit_model(INVALID(.id = "invalid/index-record-missing", .error = "DCR_E_INDEX",
-                     .stage = "structure", .flags = "index",
-                     .text = "INDX holds 3 records for 4 CHNK sections", .covers = "R-IDX-1"),
-             &B);
-  model(&B);
-  fix_index(&B);
-  B.auto_index = 0;
-  bfill(&sec(&B, "INDX", 0)->pl, 0, 5);
-  emit_model(INVALID(.id = "invalid/index-length-not-multiple", .error = "DCR_E_INDEX",
-                     .stage = "structure", .flags = "index",
-                     .text = "INDX of 4 records and 5 bytes", .covers = "R-IDX-1"),
-             &B);
-  model(&B);
-  {
-    size_t i = sec_find(&B, "CHNK", 1);
-    section t = B.s[i];
-    B.s[i] = B.s[i + 1];
-    B.s[i + 1] = t;
-  }
-  emit_model(INVALID(.id = "invalid/index-unsorted", .error = "DCR_E_INDEX", .stage = "structure",
-                     .flags = "index,offsets",
-                     .text = "CHNK sections (and index) in the order a/0, b/0, a/1",
-                     .covers = "R-IDX-1"),
-             &B);
-  model(&B);
-  {
-    size_t i = sec_find(&B, "CHNK", 1);
-    section *s = sec_insert(&B, i + 1, "CHNK", 1, 0, B.s[i].pl.p, B.s[i].pl.n);
-    (void)s;
-  }
-  emit_model(INVALID(.id = "invalid/index-duplicate-chunk", .error = "DCR_E_INDEX",
-                     .stage = "structure", .flags = "index,duplicate-name",
-                     .text = "chunk a/1 carried twice", .covers = "R-IDX-1"),
-             &B);
+  enum { X_DROP, X_EXTRA, X_SWAP, X_DUP };
   static const struct {
-    const char *id, *text;
-    size_t at;
-    int width;
+    const char *id, *text, *flags;
+    int how;
+  } xs[] = {
+      {"invalid/index-record-missing", "INDX holds 3 records for 4 CHNK sections", "index",
+       X_DROP},
+      {"invalid/index-length-not-multiple", "INDX of 4 records and 5 bytes", "index", X_EXTRA},
+      {"invalid/index-unsorted", "CHNK sections (and index) in the order a/0, b/0, a/1",
+       "index,offsets", X_SWAP},
+      {"invalid/index-duplicate-chunk", "chunk a/1 carried twice", "index,duplicate-name", X_DUP},
+  };
+  for (size_t i = 0; i < sizeof xs / sizeof *xs; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      size_t c1 = sec_find(&B, "CHNK", 1);
+      if (!fix && xs[i].how == X_SWAP) {
+        section t = B.s[c1];
+        B.s[c1] = B.s[c1 + 1];
+        B.s[c1 + 1] = t;
+      }
+      if (!fix && xs[i].how == X_DUP)
+        sec_insert(&B, c1 + 1, "CHNK", 1, 0, B.s[c1].pl.p, B.s[c1].pl.n);
+      fix_index(&B);
+      B.auto_index = 0;
+      if (!fix && xs[i].how == X_DROP) sec(&B, "INDX", 0)->pl.n -= 32;
+      if (!fix && xs[i].how == X_EXTRA) bfill(&sec(&B, "INDX", 0)->pl, 0, 5);
+      emit_model_fix(INVALID(.id = xs[i].id, .error = "DCR_E_INDEX", .stage = "structure",
+                             .flags = xs[i].flags, .text = xs[i].text, .covers = "R-IDX-1"),
+                     &B, fix);
+    }
+  /* Fields of index record 1 (a/1), in stored order. */
+  static const struct {
+    const char *id, *text, *code, *flags, *covers;
+    size_t at, width;
     uint64_t delta;
   } ix[] = {
-      {"invalid/index-offset", "index record 1 points 64 bytes past its CHNK", 0, 8, 64},
-      {"invalid/index-count", "index record 1's count differs from its CHNK record", 20, 4, 1},
-      {"invalid/index-length", "index record 1's payload length differs", 24, 8, 1},
-      {"invalid/index-encoding", "index record 1's encoding differs", 16, 1, 1},
-      {"invalid/index-chunk", "index record 1's chunk number differs", 12, 4, 1},
+      {"invalid/index-offset", "index record 1 points 64 bytes past its CHNK", "DCR_E_INDEX",
+       "index", "R-IDX-1", 0, 8, 64},
+      {"invalid/index-chunk", "index record 1's chunk number differs", "DCR_E_INDEX", "index",
+       "R-IDX-1", 12, 4, 1},
+      {"invalid/index-encoding", "index record 1's encoding differs", "DCR_E_INDEX", "index",
+       "R-IDX-1", 16, 1, 1},
+      {"invalid/index-record-reserved", "index record 1's reserved field (offset 18) set",
+       "DCR_E_RESERVED", "reserved,index", "R-RES-1", 18, 1, 1},
+      {"invalid/index-count", "index record 1's count differs from its CHNK record",
+       "DCR_E_INDEX", "index", "R-IDX-1", 20, 4, 1},
+      {"invalid/index-length", "index record 1's payload length differs", "DCR_E_INDEX", "index",
+       "R-IDX-1", 24, 8, 1},
   };
-  for (size_t i = 0; i < sizeof ix / sizeof *ix; i++) {
-    model(&B);
-    fix_index(&B);
-    B.auto_index = 0;
-    uint8_t *p = sec(&B, "INDX", 0)->pl.p + 32 + ix[i].at;
-    if (ix[i].width == 8) put64(p, get64(p) + ix[i].delta);
-    else if (ix[i].width == 4) put32(p, get32(p) + ix[i].delta);
-    else p[0] = (uint8_t)(p[0] + ix[i].delta);
-    emit_model(INVALID(.id = ix[i].id, .error = "DCR_E_INDEX", .stage = "structure",
-                       .flags = "index", .text = ix[i].text, .covers = "R-IDX-1"),
-               &B);
-  }
-  model(&B);
-  fix_index(&B);
-  B.auto_index = 0;
-  sec(&B, "INDX", 0)->pl.p[32 + 18] = 1;
-  emit_model(INVALID(.id = "invalid/index-record-reserved", .error = "DCR_E_RESERVED",
-                     .stage = "structure", .flags = "reserved,index",
-                     .text = "an index record's reserved field set", .covers = "R-RES-1"),
-             &B);
-
-  /* Encoded data, checked without a base (stage "chunks"). b/0: F32, n = 100,
-   * OVERWRITE_SPARSE stored; a/1: BF16, n = 2048, XOR_DENSE zstd. */
-  const uint32_t bcount = get32(chunk_sec(&M, 1, 0)->pl.p + 12);
-  static const struct {
-    const char *id, *text;
-    int enc;
-  } ue[] = {
-      {"invalid/encoding-zero", "encoding id 0", 0},
-      {"invalid/encoding-unknown", "encoding id 200 (ids up to 4 are defined in 1.0)", 200},
-  };
-  for (size_t i = 0; i < 2; i++) {
-    model(&B);
-    section *s = chunk_sec(&B, 1, 0);
-    s->pl.p[8] = (uint8_t)ue[i].enc;
-    emit_model(INVALID(.id = ue[i].id, .error = "DCR_E_ENCODING", .stage = "chunks",
-                       .flags = "malformed-field", .text = ue[i].text, .covers = "R-ENC-1,§12"),
-               &B);
-  }
-  model(&B);
-  chunk_sec(&B, 1, 0)->pl.p[9] = 2;
-  emit_model(INVALID(.id = "invalid/chunk-compression-unknown", .error = "DCR_E_ENCODING",
-                     .stage = "chunks", .flags = "malformed-field",
-                     .text = "chunk compression 2", .covers = "R-ENC-6,§12"),
-             &B);
-  /* b/0 as XOR_SPARSE: positions 0, 1 then values; element 1's XOR all zero. */
-  model(&B);
-  {
-    uint8_t v[] = {0, 0, /* planes of 2 F32 XOR values: */ 1, 0, 2, 0, 3, 0, 4, 0};
-    chunk_data(&B, 1, 0, XOR_SPARSE, 0, 2, v, sizeof v);
-  }
-  emit_model(INVALID(.id = "invalid/xor-sparse-zero-value", .error = "DCR_E_ENCODING",
-                     .stage = "chunks", .flags = "malformed-field",
-                     .text = "an XOR_SPARSE value that is all zero bytes (changes nothing)",
-                     .covers = "R-ENC-2"),
-             &B);
-  model(&B);
-  {
-    buf x = {0};
-    bfill(&x, 0, 400);
-    x.p[0] = 1, x.p[100 + 7] = 1, x.p[300 + 7] = 1, x.p[50] = 9;
-    chunk_data(&B, 1, 0, XOR_DENSE, 0, 2, x.p, x.n); /* 3 elements change, count 2 */
-    bfree(&x);
-  }
-  emit_model(INVALID(.id = "invalid/xor-dense-count", .error = "DCR_E_ENCODING", .stage = "chunks",
-                     .flags = "malformed-field",
-                     .text = "XOR_DENSE changes 3 elements, count says 2", .covers = "R-ENC-2"),
-             &B);
-  model(&B);
-  {
-    buf x = {0};
-    bfill(&x, 7, 399);
-    chunk_data(&B, 1, 0, OVERWRITE_DENSE, 0, bcount, x.p, x.n);
-    bfree(&x);
-  }
-  emit_model(INVALID(.id = "invalid/stream-short", .error = "DCR_E_ENCODING", .stage = "chunks",
-                     .flags = "truncation", .text = "an OVERWRITE_DENSE stream of 399 bytes for 400",
-                     .covers = "R-ENC-5"),
-             &B);
-  model(&B);
-  {
-    section *s = chunk_sec(&B, 1, 0);
-    bfill(&s->pl, 0, 1);
-  }
-  emit_model(INVALID(.id = "invalid/stream-trailing-byte", .error = "DCR_E_ENCODING",
-                     .stage = "chunks", .flags = "malformed-field",
-                     .text = "one byte after the last stream of a stored chunk", .covers = "R-ENC-4"),
-             &B);
-  model(&B);
-  {
-    section *s = chunk_sec(&B, 0, 1);
-    bput(&s->pl, "\x28\xb5\x2f\xfd", 4);
-  }
-  emit_model(INVALID(.id = "invalid/stream-trailing-after-frame", .error = "DCR_E_ENCODING",
-                     .stage = "chunks", .flags = "malformed-field,compression",
-                     .text = "4 bytes (a zstd magic) after the last frame of a compressed chunk",
-                     .covers = "R-ENC-4"),
-             &B);
-
-  /* Positions (§9.1, R-POS-1): b/0 OVERWRITE_SPARSE of F32, n = 100. Streams with
-   * gaps are Rice-coded by rice(); malformed ones are bytes. Streams that end
-   * inside a gap have no values after them (a stored position stream is not
-   * length-delimited: it would run on into the values). */
-  static const uint64_t g100[] = {100}, g50[] = {50, 49}, gwrap[] = {5, 0xFFFFFFFFu};
-  static const struct {
-    const char *id, *text;
-    const uint64_t *gaps;
-    unsigned k;
-    uint8_t bytes[4];
-    size_t n;
-    uint32_t count;
-    int values;
-  } ps[] = {
-      {"invalid/position-out-of-range", "position 100 in a chunk of 100 elements", g100, 7, {0}, 0,
-       1, 1},
-      {"invalid/position-gap-out-of-range", "positions 50 then 50 + 1 + 49 = 100", g50, 6, {0}, 0,
-       2, 1},
-      {"invalid/position-wraps-32-bit", "positions 5, then a gap of 2^32 - 1: computed in 32 bits "
-       "it wraps to 5 again (duplicate, unsorted)", gwrap, 31, {0}, 0, 2, 1},
-      {"invalid/position-rice-parameter-32", "a Rice parameter of 32 (at most 31)", NULL, 0,
-       {32, 0x00}, 2, 1, 1},
-      {"invalid/position-padding-not-zero", "position 0 (one zero bit), then a padding bit set",
-       NULL, 0, {0x00, 0x02}, 2, 1, 1},
-      {"invalid/position-quotient-unterminated", "the stream ends inside a unary quotient", NULL,
-       0, {0x00, 0xFF, 0xFF}, 3, 1, 0},
-      {"invalid/position-low-bits-cut", "the stream ends inside a gap's low bits (k = 8)", NULL, 0,
-       {0x08, 0x00}, 2, 1, 0},
-  };
-  for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
-    model(&B);
-    buf x = {0};
-    if (ps[i].gaps) rice(&x, ps[i].k, ps[i].gaps, ps[i].count);
-    else bput(&x, ps[i].bytes, ps[i].n);
-    if (ps[i].values) bfill(&x, 0x3F, 4 * (size_t)ps[i].count);
-    chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 0, ps[i].count, x.p, x.n);
-    bfree(&x);
-    emit_model(INVALID(.id = ps[i].id, .error = "DCR_E_POSITION", .stage = "chunks",
-                       .flags = "positions", .text = ps[i].text, .covers = "R-POS-1"),
-               &B);
-  }
-  model(&B);
-  {
-    static const uint64_t g12[] = {1, 2};
-    buf x = {0}, pos = {0};
-    uint8_t vals[8];
-    memset(vals, 0x3F, sizeof vals);
-    rice(&pos, 1, g12, 2);
-    bu8(&pos, 9);
-    zframe_raw(&x, pos.n, pos.p, pos.n);
-    zframe_raw(&x, 8, vals, 8);
-    chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 1, 2, x.p, x.n);
-    bfree(&x);
-    bfree(&pos);
-  }
-  emit_model(INVALID(.id = "invalid/position-frame-leftover", .error = "DCR_E_POSITION",
-                     .stage = "chunks", .flags = "positions,handmade-zstd",
-                     .text = "a compressed position stream with a byte left after its 2 gaps",
-                     .covers = "R-POS-2"),
-             &B);
-
-  /* Decompression of chunk streams (R-CMP-3): a/1 XOR_DENSE of 2048 BF16 = 4096 bytes. */
-  const section *a1 = chunk_sec(&M, 0, 1);
-  const uint32_t acount = get32(a1->pl.p + 12);
-  streams st;
-  make_streams(&st, MB.t[0].data + 4096, MT.t[0].data + 4096, 2048, 2, XOR_DENSE);
-  static const struct {
-    const char *id, *text;
-    int kind;
-  } dz[] = {
-      {"invalid/chunk-frame-garbage", "the stream is not a zstd frame", 0},
-      {"invalid/chunk-frame-no-content-size", "a frame that does not declare its content size", 1},
-      {"invalid/chunk-frame-declares-more", "a frame declaring 4097 bytes for a 4096-byte stream", 2},
-      {"invalid/chunk-frame-gives-less", "a frame declaring 4096 bytes that holds 4095", 3},
-      {"invalid/chunk-frame-gives-more", "a frame declaring 4096 bytes that holds 4096 + 64 "
-       "(a decoder must not write past the declared size)", 4},
-      {"invalid/chunk-frame-truncated", "the frame cut short: its last block runs past the chunk", 5},
-  };
-  for (size_t i = 0; i < sizeof dz / sizeof *dz; i++) {
-    model(&B);
-    buf x = {0};
-    switch (dz[i].kind) {
-      case 0: for (int k = 0; k < 64; k++) bu8(&x, rbyte()); break;
-      case 1: zframe_raw(&x, UINT64_MAX, st.planes.p, st.planes.n); break;
-      case 2: zframe_raw(&x, 4097, st.planes.p, st.planes.n); break;
-      case 3: zframe_raw(&x, 4096, st.planes.p, 4095); break;
-      case 4: {
-        buf big = bdup(&st.planes);
-        bfill(&big, 0, 64);
-        zframe_raw(&x, 4096, big.p, big.n);
-        bfree(&big);
-        break;
-      }
-      default: zframe_raw(&x, 4096, st.planes.p, st.planes.n); x.n -= 100; break;
+  for (size_t i = 0; i < sizeof ix / sizeof *ix; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      fix_index(&B);
+      B.auto_index = 0;
+      uint8_t *p = sec(&B, "INDX", 0)->pl.p + 32 + ix[i].at;
+      uint64_t delta = fix ? 0 : ix[i].delta;
+      if (ix[i].width == 8) put64(p, get64(p) + delta);
+      else if (ix[i].width == 4) put32(p, get32(p) + delta);
+      else p[0] = (uint8_t)(p[0] + delta);
+      emit_model_fix(INVALID(.id = ix[i].id, .error = ix[i].code, .stage = "structure",
+                             .flags = ix[i].flags, .text = ix[i].text, .covers = ix[i].covers),
+                     &B, fix);
     }
-    chunk_data(&B, 0, 1, XOR_DENSE, 1, acount, x.p, x.n);
-    bfree(&x);
-    emit_model(INVALID(.id = dz[i].id, .error = "DCR_E_DECOMPRESS", .stage = "chunks",
-                       .flags = "decompressed-size,handmade-zstd", .text = dz[i].text,
-                       .covers = "R-CMP-3"),
-               &B);
+}
+
+static void chunk_data_vectors(void) {
+  bundle B;
+  streams st;
+  /* Encoded data, checked without a base (stage "chunks"), on the model's own
+   * chunks, so that each repaired variant applies: b/0 (F32, n = 100, 12 changed
+   * at 0, 9, ..., 99) and a/1 (BF16, n = 2048, XOR_DENSE zstd). */
+  static const struct {
+    const char *id, *text, *covers;
+    size_t at;
+    uint8_t value;
+  } rb[] = {
+      {"invalid/encoding-zero", "encoding id 0", "R-ENC-1,§12", 8, 0},
+      {"invalid/encoding-unknown", "encoding id 200 (ids up to 6 are defined in 1.0)",
+       "R-ENC-1,§12", 8, 200},
+      {"invalid/chunk-compression-unknown", "chunk compression 2", "R-ENC-6,§12", 9, 2},
+  };
+  for (size_t i = 0; i < sizeof rb / sizeof *rb; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      if (!fix) chunk_sec(&B, EB, 0)->pl.p[rb[i].at] = rb[i].value;
+      emit_model_fix(INVALID(.id = rb[i].id, .error = "DCR_E_ENCODING", .stage = "chunks",
+                             .flags = "malformed-field", .text = rb[i].text,
+                             .covers = rb[i].covers),
+                     &B, fix);
+    }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    model_streams(&st, EB, 0, XOR_SPARSE);
+    if (!fix) /* the first value's bytes, one in each plane */
+      for (unsigned k = 0; k < 4; k++) st.planes.p[k * st.count] = 0;
+    model_chunk(&B, EB, 0, XOR_SPARSE, 0, &st);
+    emit_model_fix(INVALID(.id = "invalid/xor-sparse-zero-value", .error = "DCR_E_ENCODING",
+                           .stage = "chunks", .flags = "malformed-field",
+                           .text = "b/0 as XOR_SPARSE with its first value all zero bytes "
+                                   "(changes nothing)",
+                           .covers = "R-ENC-2"),
+                   &B, fix);
   }
-  bfree(&st.pos);
-  bfree(&st.planes);
-  model(&B);
-  {
-    buf x = {0};
-    /* at most 1 + ceil((32 * 2 + 100) / 8) = 22 bytes for 2 positions in 100 */
-    uint8_t pos[23] = {0}, vals[8];
-    memset(vals, 0x3F, sizeof vals);
-    zframe_raw(&x, 23, pos, 23);
-    zframe_raw(&x, 8, vals, 8);
-    chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 1, 2, x.p, x.n);
-    bfree(&x);
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    model_streams(&st, EB, 0, XOR_DENSE);
+    st.count -= (uint32_t)!fix;
+    model_chunk(&B, EB, 0, XOR_DENSE, 0, &st);
+    emit_model_fix(INVALID(.id = "invalid/xor-dense-count", .error = "DCR_E_ENCODING",
+                           .stage = "chunks", .flags = "malformed-field",
+                           .text = "b/0 as XOR_DENSE changes 12 elements, count says 11",
+                           .covers = "R-ENC-2"),
+                   &B, fix);
   }
-  emit_model(INVALID(.id = "invalid/position-frame-too-large", .error = "DCR_E_DECOMPRESS",
-                     .stage = "chunks", .flags = "decompressed-size,handmade-zstd",
-                     .text = "a position frame declaring 23 bytes for 2 positions in a 100-element "
-                             "chunk (at most 22)",
-                     .covers = "R-CMP-3"),
-             &B);
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    model_streams(&st, EB, 0, OVERWRITE_DENSE);
+    st.planes.n -= (size_t)!fix;
+    model_chunk(&B, EB, 0, OVERWRITE_DENSE, 0, &st);
+    emit_model_fix(INVALID(.id = "invalid/stream-short", .error = "DCR_E_ENCODING",
+                           .stage = "chunks", .flags = "truncation",
+                           .text = "b/0 as OVERWRITE_DENSE, its stream 399 bytes for 400",
+                           .covers = "R-ENC-5"),
+                   &B, fix);
+  }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    bfill(&chunk_sec(&B, EB, 0)->pl, 0, (size_t)!fix);
+    emit_model_fix(INVALID(.id = "invalid/stream-trailing-byte", .error = "DCR_E_ENCODING",
+                           .stage = "chunks", .flags = "malformed-field",
+                           .text = "one byte after the last stream of a stored chunk",
+                           .covers = "R-ENC-4"),
+                   &B, fix);
+  }
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
+    bput(&chunk_sec(&B, EA, 1)->pl, "\x28\xb5\x2f\xfd", fix ? 0 : 4);
+    emit_model_fix(INVALID(.id = "invalid/stream-trailing-after-frame", .error = "DCR_E_ENCODING",
+                           .stage = "chunks", .flags = "malformed-field,compression",
+                           .text = "4 bytes (a zstd magic) after the last frame of a compressed "
+                                   "chunk",
+                           .covers = "R-ENC-4"),
+                   &B, fix);
+  }
+
+  /* Positions (§9.1): b/0 OVERWRITE_SPARSE. Its gaps are 0 then 8 eleven times,
+   * whose smallest k with the fewest bits is 2 (58 bits: 9 bytes with k). Each
+   * vector changes one gap, k, a bit or the stream's end; the gaps as written are
+   * always Rice-coded with their own smallest k unless k is what is wrong. */
+  enum { P_GAP, P_K, P_KBYTE, P_PAD, P_CUT };
+  static const struct {
+    const char *id, *text, *code, *covers;
+    int how;
+    size_t at;      /* gap index, or bytes of the stream kept */
+    uint64_t value; /* the gap's value, or k */
+  } ps[] = {
+      {"invalid/position-out-of-range", "the first position is 100, in a chunk of 100 elements",
+       "DCR_E_POSITION", "R-POS-1", P_GAP, 0, 100},
+      {"invalid/position-gap-out-of-range", "the last gap is 9: positions 0, 9, ..., 90, 100",
+       "DCR_E_POSITION", "R-POS-1", P_GAP, 11, 9},
+      {"invalid/position-wraps-32-bit", "the second gap is 2^32 - 1: computed in 32 bits the "
+       "second position wraps to 0, the first again (duplicate, unsorted)", "DCR_E_POSITION",
+       "R-POS-1", P_GAP, 1, 0xFFFFFFFFu},
+      {"invalid/position-rice-parameter-32", "a Rice parameter byte of 32 (at most 31)",
+       "DCR_E_POSITION", "R-POS-1", P_KBYTE, 0, 32},
+      {"invalid/position-k-too-small", "the gaps Rice-coded with k = 1: 68 bits, where k = 2 "
+       "takes 58", "DCR_E_POSITION", "R-POS-3", P_K, 0, 1},
+      {"invalid/position-k-too-large", "the gaps Rice-coded with k = 3: 59 bits, where k = 2 "
+       "takes 58", "DCR_E_POSITION", "R-POS-3", P_K, 0, 3},
+      {"invalid/position-padding-not-zero", "the top (unused) bit of the stream's last byte set",
+       "DCR_E_POSITION", "R-POS-1", P_PAD, 0, 0x80},
+      {"invalid/position-quotient-unterminated", "the chunk's data ends 3 bytes after k, inside "
+       "the 5th gap's unary quotient", "DCR_E_POSITION", "R-POS-1", P_CUT, 4, 0},
+      {"invalid/position-low-bits-cut", "the chunk's data ends 2 bytes after k, inside the 3rd "
+       "gap's low bits", "DCR_E_POSITION", "R-POS-1", P_CUT, 3, 0},
+      {"invalid/position-stream-empty", "the chunk's data is empty: no byte for k",
+       "DCR_E_POSITION", "R-POS-1", P_CUT, 0, 0},
+  };
+  model_streams(&st, EB, 0, OVERWRITE_SPARSE);
+  if (st.count != 12 || st.pos.n != 9 || st.pos.p[0] != 2) die("b/0 is not as the vectors expect");
+  streams_free(&st);
+  for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      model_streams(&st, EB, 0, OVERWRITE_SPARSE);
+      uint64_t *g = (uint64_t *)(void *)st.gaps.p;
+      if (!fix && ps[i].how == P_GAP) g[ps[i].at] = ps[i].value;
+      unsigned k = !fix && ps[i].how == P_K ? (unsigned)ps[i].value : rice_k(g, st.count);
+      st.pos.n = 0;
+      rice(&st.pos, k, g, st.count);
+      if (!fix && ps[i].how == P_KBYTE) st.pos.p[0] = (uint8_t)ps[i].value;
+      if (!fix && ps[i].how == P_PAD) st.pos.p[st.pos.n - 1] |= (uint8_t)ps[i].value;
+      if (!fix && ps[i].how == P_CUT) st.pos.n = ps[i].at, st.planes.n = 0;
+      model_chunk(&B, EB, 0, OVERWRITE_SPARSE, 0, &st);
+      emit_model_fix(INVALID(.id = ps[i].id, .error = ps[i].code, .stage = "chunks",
+                             .flags = "positions", .text = ps[i].text, .covers = ps[i].covers),
+                     &B, fix);
+    }
+  /* Compressed position streams: b/0 OVERWRITE_SPARSE with each stream a frame. */
+  static const struct {
+    const char *id, *text, *code, *covers;
+    size_t keep, extra; /* bytes of the stream kept; zero bytes added */
+  } pz[] = {
+      {"invalid/position-frame-leftover", "a compressed position stream with a zero byte left "
+       "after its 12 gaps", "DCR_E_POSITION", "R-POS-2", 9, 1},
+      {"invalid/position-frame-too-large", "a position frame declaring 15 bytes for a "
+       "100-element chunk: at most 1 + ceil(100 / 8) = 14 (the stream and 6 zero bytes)",
+       "DCR_E_DECOMPRESS", "R-CMP-3", 9, 6},
+      {"invalid/position-stream-empty-zstd", "a compressed position stream of 0 bytes: no byte "
+       "for k", "DCR_E_POSITION", "R-POS-1,R-POS-2", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof pz / sizeof *pz; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      model_streams(&st, EB, 0, OVERWRITE_SPARSE);
+      buf x = {0};
+      if (!fix) st.pos.n = pz[i].keep, bfill(&st.pos, 0, pz[i].extra);
+      zframe_raw(&x, st.pos.n, st.pos.p, st.pos.n);
+      zframe_raw(&x, st.planes.n, st.planes.p, st.planes.n);
+      chunk_data(&B, EB, 0, OVERWRITE_SPARSE, 1, st.count, &x);
+      bfree(&x);
+      streams_free(&st);
+      emit_model_fix(INVALID(.id = pz[i].id, .error = pz[i].code, .stage = "chunks",
+                             .flags = "positions,handmade-zstd", .text = pz[i].text,
+                             .covers = pz[i].covers),
+                     &B, fix);
+    }
 
   /* Two bad chunks: a validator that reports all names both. */
   model(&B);
-  {
-    buf x = {0};
-    rice(&x, 7, g100, 1);
-    bfill(&x, 0x3F, 4);
-    chunk_data(&B, 1, 0, OVERWRITE_SPARSE, 0, 1, x.p, x.n);
-    bfree(&x);
-  }
-  chunk_sec(&B, 3, 0)->pl.p[8] = 0;
+  model_streams(&st, EB, 0, OVERWRITE_SPARSE);
+  ((uint64_t *)(void *)st.gaps.p)[0] = 100;
+  st.pos.n = 0;
+  rice(&st.pos, rice_k(gaps_of(&st), st.count), gaps_of(&st), st.count);
+  model_chunk(&B, EB, 0, OVERWRITE_SPARSE, 0, &st);
+  chunk_sec(&B, ED, 0)->pl.p[8] = 0;
   emit_model(INVALID(.id = "invalid/chunks-two-bad", .error = "DCR_E_POSITION", .stage = "chunks",
-                     .all_errors = "DCR_E_POSITION,DCR_E_ENCODING", .flags = "multiple-errors,positions",
+                     .all_errors = "DCR_E_POSITION,DCR_E_ENCODING",
+                     .flags = "multiple-errors,positions",
                      .text = "chunk b/0 has a position out of range and chunk d/0 encoding 0",
                      .covers = "R-POS-1,R-ENC-1"),
              &B);
 }
 
-static void section_zstd_vectors(void) {
+/* The zstd profile (SPEC.md §4.4), on MANI (a section) and on a/1's stream (a
+ * chunk: XOR_DENSE, 4096 bytes). Each row breaks one rule of a frame; its repaired
+ * variant has the same field at a value the profile allows. */
+enum { Z_OPTS, Z_GARBAGE, Z_TWO, Z_DECLARED, Z_LESS, Z_MORE, Z_CUT, Z_TRAIL, Z_SKIPPABLE };
+typedef struct {
+  const char *mani_id, *chunk_id, *text, *code, *covers; /* covers: the profile's step */
+  int how;
+  zopts bad, good;
+  uint64_t declared; /* Z_DECLARED: the size declared (0: content + 1) */
+} zrow;
+
+/* A frame as row r says (fix: repaired) around content p[0..n). */
+static void zrow_frame(buf *out, const zrow *r, int fix, const uint8_t *p, size_t n,
+                       const uint8_t junk[64]) {
+  if (fix) {
+    zframe_hand(out, &r->good, n, p, n);
+    return;
+  }
+  switch (r->how) {
+    case Z_GARBAGE: bput(out, junk, 64); break;
+    case Z_TWO:
+      zframe_raw(out, n / 2, p, n / 2);
+      zframe_raw(out, n - n / 2, p + n / 2, n - n / 2);
+      break;
+    case Z_DECLARED: zframe_raw(out, r->declared ? r->declared : n + 1, p, n); break;
+    case Z_LESS: zframe_raw(out, n, p, n - 1); break;
+    case Z_MORE: {
+      buf big = {0};
+      bput(&big, p, n);
+      bfill(&big, 0, 64);
+      zframe_raw(out, n, big.p, big.n);
+      bfree(&big);
+      break;
+    }
+    case Z_CUT: zframe_raw(out, n, p, n); out->n -= 100; break;
+    case Z_TRAIL: zframe_raw(out, n, p, n); bput(out, "abc", 3); break;
+    case Z_SKIPPABLE:
+      bu32(out, 0x184D2A50u); /* a skippable frame of 4 bytes, then the frame */
+      bu32(out, 4);
+      bu32(out, 0);
+      zframe_raw(out, n, p, n);
+      break;
+    default: zframe_hand(out, &r->bad, n, p, n); break;
+  }
+}
+
+static void zstd_vectors(void) {
   bundle B;
   buf m = {0};
   manifest_bytes(&M.man, &m);
-  static const struct {
-    const char *id, *text, *code, *flags;
-    int kind;
-  } zv[] = {
-      {"invalid/mani-zstd-garbage", "MANI compression 1 over bytes that are not a zstd frame",
-       "DCR_E_DECOMPRESS", "decompressed-size", 0},
-      {"invalid/mani-zstd-two-frames", "MANI as two zstd frames (halves of the manifest)",
-       "DCR_E_DECOMPRESS", "decompressed-size,handmade-zstd", 1},
-      {"invalid/mani-zstd-no-content-size", "a MANI frame without a content size",
-       "DCR_E_DECOMPRESS", "decompressed-size,handmade-zstd", 2},
-      {"invalid/mani-zstd-declares-more", "a MANI frame declaring one byte more than it holds",
-       "DCR_E_DECOMPRESS", "decompressed-size,handmade-zstd", 3},
-      {"invalid/mani-zstd-gives-more", "a MANI frame holding 64 bytes more than it declares",
-       "DCR_E_DECOMPRESS", "decompressed-size,handmade-zstd", 4},
-      {"invalid/mani-zstd-declares-2-gib", "a MANI frame declaring 2^31 bytes (max_section_size "
-       "is 2^30): refused before allocating", "DCR_E_LIMIT", "limit,size-as-allocation,handmade-zstd", 5},
-      {"invalid/mani-zstd-trailing", "a MANI zstd frame followed by 3 more bytes",
-       "DCR_E_DECOMPRESS", "decompressed-size,handmade-zstd", 6},
+  uint8_t junk[64];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = rbyte();
+  static const zrow zr[] = {
+      {"invalid/mani-zstd-garbage", "invalid/chunk-frame-garbage",
+       "compression 1 over 64 bytes that are not a zstd frame", "DCR_E_DECOMPRESS", "R-CMP-4",
+       Z_GARBAGE, {0}, {0}, 0},
+      {"invalid/mani-zstd-two-frames", NULL, "two zstd frames (halves of the content)",
+       "DCR_E_DECOMPRESS", "R-CMP-1", Z_TWO, {0}, {0}, 0},
+      {"invalid/mani-zstd-no-content-size", "invalid/chunk-frame-no-content-size",
+       "a frame that does not declare its content size (window at the bound)",
+       "DCR_E_DECOMPRESS", "R-CMP-4", Z_OPTS, {.no_size = 1}, {0}, 0},
+      {"invalid/mani-zstd-declares-more", "invalid/chunk-frame-declares-more",
+       "a frame declaring one byte more than it holds", "DCR_E_DECOMPRESS", "R-CMP-1",
+       Z_DECLARED, {0}, {0}, 0},
+      {"invalid/mani-zstd-gives-less", "invalid/chunk-frame-gives-less",
+       "a frame declaring the content's size that holds one byte less", "DCR_E_DECOMPRESS",
+       "R-CMP-1", Z_LESS, {0}, {0}, 0},
+      {"invalid/mani-zstd-gives-more", "invalid/chunk-frame-gives-more",
+       "a frame holding 64 bytes more than it declares (a decoder must not write past the "
+       "declared size)", "DCR_E_DECOMPRESS", "R-CMP-1", Z_MORE, {0}, {0}, 0},
+      {"invalid/mani-zstd-truncated", "invalid/chunk-frame-truncated",
+       "the frame cut 100 bytes short: its last block runs past the data", "DCR_E_DECOMPRESS",
+       "R-CMP-1", Z_CUT, {0}, {0}, 0},
+      {"invalid/mani-zstd-trailing", NULL, "a zstd frame followed by 3 more bytes",
+       "DCR_E_DECOMPRESS", "R-CMP-1", Z_TRAIL, {0}, {0}, 0},
+      {"invalid/mani-zstd-skippable-frame", "invalid/chunk-frame-skippable",
+       "a skippable frame (magic 0x184D2A50) before the zstd frame", "DCR_E_DECOMPRESS",
+       "R-CMP-4", Z_SKIPPABLE, {0}, {0}, 0},
+      {"invalid/mani-zstd-legacy-magic", "invalid/chunk-frame-legacy-magic",
+       "the frame's magic is 0xFD2FB527 (zstd 0.7, legacy)", "DCR_E_DECOMPRESS", "R-CMP-4",
+       Z_OPTS, {.magic = 0xFD2FB527u}, {0}, 0},
+      {"invalid/mani-zstd-dictionary-id", "invalid/chunk-frame-dictionary-id",
+       "a frame naming Dictionary_ID 1 (repaired: the field present, 0)", "DCR_E_DECOMPRESS",
+       "R-CMP-4", Z_OPTS, {.dict = 1, .dict_id = 1}, {.dict = 1}, 0},
+      {"invalid/mani-zstd-window-too-large", "invalid/chunk-frame-window-too-large",
+       "a frame (not single segment) whose window is twice max(1024, the content size rounded "
+       "up to a power of two) (repaired: exactly that)", "DCR_E_DECOMPRESS", "R-CMP-4", Z_OPTS,
+       {.multi = 1, .window_over = 1}, {.multi = 1}, 0},
+      {"invalid/mani-zstd-checksum-wrong", "invalid/chunk-frame-checksum-wrong",
+       "a frame whose content checksum does not match (repaired: one that does)",
+       "DCR_E_DECOMPRESS", "R-CMP-1", Z_OPTS, {.checksum = 2}, {.checksum = 1}, 0},
+      {"invalid/mani-zstd-declares-2-gib", NULL,
+       "a frame declaring 2^31 bytes (max_section_size, allowed) in a few hundred bytes: more "
+       "than 32768 times its length, refused before allocating", "DCR_E_DECOMPRESS", "R-CMP-5",
+       Z_DECLARED, {0}, {0}, (uint64_t)1 << 31},
+      {"invalid/mani-zstd-declares-over-limit", NULL,
+       "a frame declaring 2^31 + 1 bytes (max_section_size is 2^31): refused by the limit, "
+       "which comes before the ratio rule", "DCR_E_LIMIT", "R-CMP-2,R-LIM-1,R-ORD-1",
+       Z_DECLARED, {0}, {0}, ((uint64_t)1 << 31) + 1},
   };
-  for (size_t i = 0; i < sizeof zv / sizeof *zv; i++) {
-    model(&B);
-    section *s = sec(&B, "MANI", 0);
+
+  const section *a1 = chunk_sec(&M, EA, 1);
+  for (size_t i = 0; i < sizeof zr / sizeof *zr; i++) {
+    const zrow r = zr[i];
+    for (int chunk = 0; chunk < 2; chunk++) {
+      const char *id = chunk ? r.chunk_id : r.mani_id;
+      if (!id) continue;
+      char text[512], chunk_covers[64];
+      snprintf(chunk_covers, sizeof chunk_covers, "R-CMP-3,%s", r.covers);
+      snprintf(text, sizeof text, "%s: %s", chunk ? "a/1's stream (4096 bytes)" : "MANI",
+               r.text);
+      int limit = !strcmp(r.code, "DCR_E_LIMIT");
+      const vec *v = INVALID(.id = id, .error = r.code, .stage = chunk ? "chunks" : "structure",
+                             .flags = limit ? "limit,size-as-allocation,handmade-zstd"
+                                      : r.how == Z_GARBAGE ? "decompressed-size"
+                                                           : "decompressed-size,handmade-zstd",
+                             .text = text,
+                             .covers = chunk ? chunk_covers : r.covers);
+      for (int fix = 0; fix < 2; fix++) {
+        model(&B);
+        buf x = {0};
+        if (chunk) {
+          streams st;
+          model_streams(&st, EA, 1, XOR_DENSE);
+          zrow_frame(&x, &r, fix, st.planes.p, st.planes.n, junk);
+          chunk_data(&B, EA, 1, XOR_DENSE, 1, get32(a1->pl.p + 12), &x);
+          streams_free(&st);
+        } else {
+          section *s = sec(&B, "MANI", 0);
+          zrow_frame(&x, &r, fix, m.p, m.n, junk);
+          s->comp = 1;
+          bset(&s->pl, x.p, x.n);
+        }
+        bfree(&x);
+        emit_model_fix(v, &B, fix);
+      }
+    }
+  }
+  model(&B);
+  {
+    /* A META that really holds 2^31 + 1 bytes: one pair whose value is 'a's, in
+     * RLE blocks (a frame of 64 KiB, within the ratio bound): only the limit is
+     * broken. */
+    uint64_t vlen = ((uint64_t)1 << 31) - 10;
+    buf head = {0};
+    bu32(&head, 1);
+    bu16(&head, 1);
+    bu8(&head, 'k');
+    bu32(&head, vlen);
+    section *s = sec(&B, "META", 0);
     s->comp = 1;
     s->pl.n = 0;
-    switch (zv[i].kind) {
-      case 0: for (int k = 0; k < 50; k++) bu8(&s->pl, rbyte()); break;
-      case 1:
-        zframe_raw(&s->pl, m.n / 2, m.p, m.n / 2);
-        zframe_raw(&s->pl, m.n - m.n / 2, m.p + m.n / 2, m.n - m.n / 2);
-        break;
-      case 2: zframe_raw(&s->pl, UINT64_MAX, m.p, m.n); break;
-      case 3: zframe_raw(&s->pl, m.n + 1, m.p, m.n); break;
-      case 4: {
-        buf big = bdup(&m);
-        bfill(&big, 0, 64);
-        zframe_raw(&s->pl, m.n, big.p, big.n);
-        bfree(&big);
-        break;
-      }
-      case 5: zframe_raw(&s->pl, (uint64_t)1 << 31, m.p, m.n); break;
-      default: zframe_raw(&s->pl, m.n, m.p, m.n); bput(&s->pl, "abc", 3); break;
-    }
-    emit_model(INVALID(.id = zv[i].id, .error = zv[i].code, .stage = "structure",
-                       .flags = zv[i].flags, .text = zv[i].text,
-                       .covers = zv[i].kind == 5 ? "R-CMP-2,R-LIM-1" : "R-CMP-1"),
-               &B);
+    zframe_rle(&s->pl, head.p, head.n, 'a', vlen, NULL, 0);
+    bfree(&head);
   }
+  emit_model(INVALID(.id = "invalid/meta-zstd-over-limit", .error = "DCR_E_LIMIT",
+                     .stage = "structure",
+                     .flags = "limit,size-as-allocation,handmade-zstd,metadata",
+                     .text = "META as a frame of RLE blocks that really gives 2^31 + 1 bytes (one "
+                             "pair, a value of 2^31 - 10 'a's; max_section_size is 2^31): "
+                             "refused before decompressing",
+                     .covers = "R-CMP-2,R-LIM-1,R-META-1"),
+             &B);
   bfree(&m);
 }
 
 static void meta_vectors(void) {
   bundle B;
+  /* Every reader reads META (SPEC.md §6.4). The payload as bytes; repaired, the
+   * same bytes with the faulty field at a valid value. */
   static const struct {
     const char *id, *text, *code;
-    const uint8_t *bytes;
-    size_t n;
+    const char *bad, *good;
+    size_t nbad, ngood;
   } mv[] = {
-      {"acceptable/meta-truncated-pair", "META ends inside its second pair", "DCR_E_TRUNCATED",
-       (const uint8_t *)"\x02\0\0\0\x01\0k\x01\0\0\0v\x01\0", 14},
-      {"acceptable/meta-count-beyond-payload", "META declares 10^6 pairs in 14 bytes",
-       "DCR_E_TRUNCATED", (const uint8_t *)"\x40\x42\x0f\0\x01\0k\x01\0\0\0v\0\0", 14},
-      {"acceptable/meta-trailing-bytes", "2 bytes after the last META pair", "DCR_E_MANIFEST",
-       (const uint8_t *)"\x01\0\0\0\x01\0k\x01\0\0\0vxx", 14},
-      {"acceptable/meta-keys-unsorted", "META keys \"b\" then \"a\"", "DCR_E_MANIFEST",
-       (const uint8_t *)"\x02\0\0\0\x01\0b\0\0\0\0\x01\0a\0\0\0\0", 18},
-      {"acceptable/meta-key-empty", "an empty META key", "DCR_E_MANIFEST",
-       (const uint8_t *)"\x01\0\0\0\0\0\x01\0\0\0v", 11},
-      {"acceptable/meta-value-not-utf8", "a META value with byte 0xFE", "DCR_E_MANIFEST",
-       (const uint8_t *)"\x01\0\0\0\x01\0k\x01\0\0\0\xfe", 12},
+      {"invalid/meta-truncated-pair", "META ends inside its second pair's value (5 bytes "
+       "declared, 2 present)", "DCR_E_TRUNCATED",
+       "\x02\0\0\0\x01\0k\x01\0\0\0v\x01\0m\x05\0\0\0ab",
+       "\x02\0\0\0\x01\0k\x01\0\0\0v\x01\0m\x02\0\0\0ab", 21, 21},
+      {"invalid/meta-count-beyond-payload", "META declares 10^6 pairs in 12 bytes: count x 7 "
+       "exceeds the bytes left", "DCR_E_TRUNCATED", "\x40\x42\x0f\0\x01\0k\x01\0\0\0v",
+       "\x01\0\0\0\x01\0k\x01\0\0\0v", 12, 12},
+      {"invalid/meta-trailing-bytes", "2 bytes after the last META pair", "DCR_E_MANIFEST",
+       "\x01\0\0\0\x01\0k\x01\0\0\0vxx", "\x01\0\0\0\x01\0k\x01\0\0\0v", 14, 12},
+      {"invalid/meta-keys-unsorted", "META keys \"b\" then \"a\"", "DCR_E_MANIFEST",
+       "\x02\0\0\0\x01\0b\0\0\0\0\x01\0a\0\0\0\0", "\x02\0\0\0\x01\0b\0\0\0\0\x01\0c\0\0\0\0",
+       18, 18},
+      {"invalid/meta-key-empty", "an empty META key", "DCR_E_MANIFEST",
+       "\x01\0\0\0\0\0\x01\0\0\0v", "\x01\0\0\0\x01\0k\x01\0\0\0v", 11, 12},
+      {"invalid/meta-value-not-utf8", "a META value with byte 0xFE", "DCR_E_MANIFEST",
+       "\x01\0\0\0\x01\0k\x01\0\0\0\xfe", "\x01\0\0\0\x01\0k\x01\0\0\0v", 12, 12},
+      {"invalid/meta-key-nul", "a META key \"k\" U+0000 \"x\"", "DCR_E_MANIFEST",
+       "\x01\0\0\0\x03\0k\0x\x01\0\0\0v", "\x01\0\0\0\x03\0k0x\x01\0\0\0v", 14, 14},
+      {"invalid/meta-value-nul", "a META value \"v\" U+0000", "DCR_E_MANIFEST",
+       "\x01\0\0\0\x01\0k\x02\0\0\0v\0", "\x01\0\0\0\x01\0k\x02\0\0\0v0", 13, 13},
   };
-  for (size_t i = 0; i < sizeof mv / sizeof *mv; i++) {
+  for (size_t i = 0; i < sizeof mv / sizeof *mv; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      section *s = sec(&B, "META", 0);
+      s->comp = 0;
+      bset(&s->pl, fix ? mv[i].good : mv[i].bad, fix ? mv[i].ngood : mv[i].nbad);
+      emit_model_fix(INVALID(.id = mv[i].id, .error = mv[i].code, .stage = "structure",
+                             .flags = "metadata,malformed-field", .text = mv[i].text,
+                             .covers = "R-META-1"),
+                     &B, fix);
+    }
+  for (int fix = 0; fix < 2; fix++) {
+    /* A key of 4097 bytes; repaired, 4096 (max_name_length). */
+    buf p = {0};
+    bu32(&p, 1);
+    bu16(&p, 4097 - (unsigned)fix);
+    bfill(&p, 'k', 4097 - (size_t)fix);
+    bu32(&p, 1);
+    bu8(&p, 'v');
     model(&B);
     section *s = sec(&B, "META", 0);
     s->comp = 0;
-    bset(&s->pl, mv[i].bytes, mv[i].n);
-    emit_model(ACCEPTABLE(.id = mv[i].id, .error = mv[i].code, .stage = "structure",
-                          .flags = "metadata,malformed-field",
-                          .text = mv[i].text,
-                          .covers = "R-META-1"),
-               &B);
+    bset(&s->pl, p.p, p.n);
+    bfree(&p);
+    emit_model_fix(INVALID(.id = "invalid/meta-key-too-long", .error = "DCR_E_LIMIT",
+                           .stage = "structure", .flags = "metadata,limit",
+                           .text = "a META key of 4097 bytes (max_name_length is 4096)",
+                           .covers = "R-META-1,R-LIM-1"),
+                   &B, fix);
   }
-  model(&B);
-  {
+  for (int fix = 0; fix < 2; fix++) {
+    model(&B);
     section *s = sec(&B, "META", 0);
+    buf z = {0};
+    zframe_raw(&z, s->pl.n, s->pl.p, s->pl.n);
+    if (!fix) z.n = 5; /* the magic and the frame header descriptor only */
     s->comp = 1;
-    bset(&s->pl, "\x28\xb5\x2f\xfd\x00", 5);
+    bset(&s->pl, z.p, z.n);
+    bfree(&z);
+    emit_model_fix(INVALID(.id = "invalid/meta-zstd-garbage", .error = "DCR_E_DECOMPRESS",
+                           .stage = "structure", .flags = "metadata,decompressed-size",
+                           .text = "META compression 1 over a frame cut after 5 bytes, inside "
+                                   "its header",
+                           .covers = "R-META-1,R-CMP-1"),
+                   &B, fix);
   }
-  emit_model(ACCEPTABLE(.id = "acceptable/meta-zstd-garbage", .error = "DCR_E_DECOMPRESS",
-                        .stage = "structure", .flags = "metadata,decompressed-size",
-                        .text = "META compression 1 over a cut zstd frame header: a reader that "
-                                "reads metadata rejects it, one that skips META accepts",
-                        .covers = "R-META-1,R-CMP-1"),
-             &B);
 }
 
 static void apply_vectors(void) {
@@ -2983,98 +3373,85 @@ static void apply_vectors(void) {
     bundle_free(&B);
   }
 #undef WRONG
-  model(&B);
-  emit_bundle(INVALID(.id = "invalid/apply-to-target", .error = "DCR_E_BASE_MISMATCH",
-                      .stage = "apply", .flags = "wrong-base",
-                      .text = "the model bundle applied to its own target: c is missing",
-                      .covers = "R-APL-1"),
-              &B, &MT, NULL);
-  bundle_free(&B);
   {
-    /* Same tensor set: every changed chunk is "already applied" (§10 step 3), so
-     * only the final hashes tell that the base is wrong. */
-    static ckpt eb, et;
-    pair_enc(&eb, &et);
-    eb.file = "ckpt/enc2-base.safetensors";
-    et.file = "ckpt/enc2-target.safetensors";
-    build(&B, &eb, &et, 4096, pol_default, NULL);
-    emit_bundle(INVALID(.id = "invalid/apply-already-applied", .error = "DCR_E_BASE_MISMATCH",
+    /* Some changed chunks at target bytes, the others at base bytes: each chunk is
+     * applied or left alone (§10 step 3) and the output is the target, but the
+     * base tensor hash of a tells that this is not the base. */
+    static ckpt mx;
+    ck_clone(&mx, &MB, "ckpt/model-base-mixed.safetensors");
+    memcpy(ck_get(&mx, "a")->data + 4096, ck_get(&MT, "a")->data + 4096, 4096);
+    ck_finish(&mx);
+    model(&B);
+    emit_bundle(INVALID(.id = "invalid/apply-mixed-input", .error = "DCR_E_BASE_MISMATCH",
                         .stage = "apply", .flags = "wrong-base",
-                        .text = "applied to its target: each chunk matches target_check and is "
-                                "left alone; the base state id does not match",
+                        .text = "the model base with chunk a/1 already at its target bytes, a/0 "
+                                "at its base bytes: the base tensor hash of a does not match",
                         .covers = "R-APL-2,R-APL-3"),
-                &B, &et, NULL);
+                &B, &mx, NULL);
+    bundle_free(&B);
+    /* The same input, with a chunk that fails the chunks stage: the apply stage,
+     * which would fail too, is not run. */
+    model(&B);
+    chunk_sec(&B, EB, 0)->pl.p[8] = 0;
+    emit_bundle(INVALID(.id = "invalid/stage-chunks-before-apply", .error = "DCR_E_ENCODING",
+                        .stage = "chunks", .flags = "malformed-field,wrong-base,check-order",
+                        .text = "b/0's encoding is 0 and the input is the mixed one of "
+                                "apply-mixed-input (two rules broken on purpose): the chunks "
+                                "stage fails first, and apply is not run",
+                        .covers = "R-ORD-2,R-ENC-1"),
+                &B, &mx, NULL);
     bundle_free(&B);
   }
 
-  /* Bundles that pass every check without a base but do not give their target. */
-  model(&B);
-  {
-    /* d/0 OVERWRITE_DENSE (zstd) with a count one short of what it changes. */
-    section *s = chunk_sec(&B, 3, 0);
-    put32(s->pl.p + 12, get32(s->pl.p + 12) - 1);
-  }
-  emit_model(INVALID(.id = "invalid/apply-overwrite-count", .error = "DCR_E_ENCODING",
-                     .stage = "apply", .flags = "malformed-field",
-                     .text = "an OVERWRITE_DENSE chunk whose count is one less than the elements "
-                             "it changes (only the base can tell)",
-                     .covers = "R-ENC-3"),
-             &B);
-  model(&B);
-  {
-    /* b/0 OVERWRITE_SPARSE: the first position's value replaced by the base's. */
-    section *s = chunk_sec(&B, 1, 0);
-    uint32_t count = get32(s->pl.p + 12);
-    uint8_t *p = s->pl.p + 32;
-    /* walk the stored Rice stream: the first gap is the first position, and the
-     * planes start at the byte after the last gap */
-    unsigned k = p[0];
-    size_t bit = 8;
-    uint32_t pos0 = 0;
-    for (uint32_t i = 0; i < count; i++) {
-      uint32_t q = 0, low = 0;
-      while ((p[bit / 8] >> (bit % 8)) & 1) q++, bit++;
-      bit++;
-      for (unsigned j = 0; j < k; j++, bit++) low |= (uint32_t)((p[bit / 8] >> (bit % 8)) & 1) << j;
-      if (i == 0) pos0 = (q << k) | low;
+  /* Bundles that pass every check without a base but do not give their target;
+   * repaired, they do. */
+  enum { A_COUNT, A_SPARSE_SAME, A_CHECK, A_HASH_E, A_HASH_D };
+  static const struct {
+    const char *id, *text, *code, *flags, *covers;
+    int how;
+  } ap[] = {
+      {"invalid/apply-overwrite-count", "d/0 OVERWRITE_DENSE (zstd) with a count one less than "
+       "the elements it changes (only the base can tell)", "DCR_E_ENCODING", "malformed-field",
+       "R-ENC-3", A_COUNT},
+      {"invalid/apply-overwrite-sparse-unchanged", "b/0 OVERWRITE_SPARSE whose first value is "
+       "the base element it replaces", "DCR_E_ENCODING", "malformed-field", "R-ENC-3",
+       A_SPARSE_SAME},
+      {"invalid/apply-chunk-target-check", "a/0's target_check does not match what it decodes "
+       "to", "DCR_E_TARGET_MISMATCH", "target-mismatch", "R-APL-2", A_CHECK},
+      {"invalid/apply-target-tensor-hash", "tensor e's target hash (and the target state id "
+       "made from it) is not that of the bytes the bundle gives", "DCR_E_TARGET_MISMATCH",
+       "target-mismatch", "R-APL-2", A_HASH_E},
+      {"invalid/apply-added-tensor-hash", "the added tensor d's target hash is wrong (state id "
+       "consistent)", "DCR_E_TARGET_MISMATCH", "target-mismatch", "R-APL-2", A_HASH_D},
+  };
+  for (size_t i = 0; i < sizeof ap / sizeof *ap; i++)
+    for (int fix = 0; fix < 2; fix++) {
+      model(&B);
+      if (!fix) switch (ap[i].how) {
+          case A_COUNT: {
+            uint8_t *r = chunk_sec(&B, ED, 0)->pl.p;
+            put32(r + 12, get32(r + 12) - 1);
+            break;
+          }
+          case A_SPARSE_SAME: {
+            streams st;
+            model_streams(&st, EB, 0, OVERWRITE_SPARSE);
+            /* the first position is the first gap; its value is byte 0 of each plane */
+            const uint8_t *basev = B.man.e[EB].bt->data + 4 * gaps_of(&st)[0];
+            for (unsigned k = 0; k < 4; k++) st.planes.p[k * st.count] = basev[k];
+            model_chunk(&B, EB, 0, OVERWRITE_SPARSE, 0, &st);
+            break;
+          }
+          case A_CHECK: chunk_sec(&B, EA, 0)->pl.p[24] ^= 1; break;
+          default:
+            B.man.e[ap[i].how == A_HASH_E ? EE : ED].t.hash[ap[i].how == A_HASH_E ? 0 : 15] ^= 1;
+            rebuild_iden(&B);
+            break;
+        }
+      emit_model_fix(INVALID(.id = ap[i].id, .error = ap[i].code, .stage = "apply",
+                             .flags = ap[i].flags, .text = ap[i].text, .covers = ap[i].covers),
+                     &B, fix);
     }
-    size_t vp = (bit + 7) / 8; /* planes start */
-    const uint8_t *basev = MB.t[1].data + 4 * (size_t)pos0;
-    for (unsigned b = 0; b < 4; b++) p[vp + b * count] = basev[b];
-  }
-  emit_model(INVALID(.id = "invalid/apply-overwrite-sparse-unchanged", .error = "DCR_E_ENCODING",
-                     .stage = "apply", .flags = "malformed-field",
-                     .text = "an OVERWRITE_SPARSE value equal to the base element it replaces",
-                     .covers = "R-ENC-3"),
-             &B);
-  model(&B);
-  chunk_sec(&B, 0, 0)->pl.p[24] ^= 1;
-  emit_model(INVALID(.id = "invalid/apply-chunk-target-check", .error = "DCR_E_TARGET_MISMATCH",
-                     .stage = "apply", .flags = "target-mismatch",
-                     .text = "a chunk's target_check does not match what it decodes to",
-                     .covers = "R-APL-2"),
-             &B);
-  model(&B);
-  {
-    B.man.e[entry_index(&B, "e")].t.hash[0] ^= 1;
-    rebuild_iden(&B);
-  }
-  emit_model(INVALID(.id = "invalid/apply-target-tensor-hash", .error = "DCR_E_TARGET_MISMATCH",
-                     .stage = "apply", .flags = "target-mismatch",
-                     .text = "tensor e's target hash (and the target state id made from it) "
-                             "is not that of the bytes the bundle gives",
-                     .covers = "R-APL-3"),
-             &B);
-  model(&B);
-  {
-    B.man.e[entry_index(&B, "d")].t.hash[15] ^= 1;
-    rebuild_iden(&B);
-  }
-  emit_model(INVALID(.id = "invalid/apply-added-tensor-hash", .error = "DCR_E_TARGET_MISMATCH",
-                     .stage = "apply", .flags = "target-mismatch",
-                     .text = "the added tensor d's target hash is wrong (state id consistent)",
-                     .covers = "R-APL-3"),
-             &B);
 
   /* A valid bundle checked against a target that is not its own. */
   static ckpt wt, wt2;
@@ -3085,7 +3462,7 @@ static void apply_vectors(void) {
   emit_bundle(INVALID(.id = "invalid/target-one-byte", .error = "DCR_E_TARGET_MISMATCH",
                       .stage = "target", .flags = "target-mismatch",
                       .text = "a valid bundle; the target file given differs in one byte",
-                      .covers = "§10,R-APL-3"),
+                      .covers = "§10,R-APL-3,R-TGT-1"),
               &B, &MB, &wt);
   bundle_free(&B);
   ck_clone(&wt2, &MT, "ckpt/model-target-reordered.safetensors");
@@ -3096,20 +3473,164 @@ static void apply_vectors(void) {
                       .stage = "target", .flags = "target-mismatch,layout",
                       .text = "a valid bundle; the target file holds the same tensors in another "
                               "layout (the prefix is part of the target's identity)",
-                      .covers = "§7,§10"),
+                      .covers = "§7,§10,R-TGT-1"),
               &B, &MB, &wt2);
   bundle_free(&B);
 }
 
+/* Valid vectors made from the model: re-application, JSON and zstd edges. */
+static void model_valid_vectors(void) {
+  bundle B;
+  model(&B);
+  emit_bundle(VALID(.id = "valid/apply-to-own-target", .flags = "tensor-set",
+                    .text = "the model bundle (a tensor added, one removed) applied to its own "
+                            "target: every chunk is already applied, the output is the target",
+                    .covers = "R-APL-5,§10.2"),
+              &B, &MT, &MT);
+  bundle_free(&B);
+  {
+    static ckpt eb, et;
+    pair_enc(&eb, &et);
+    eb.file = "ckpt/enc2-base.safetensors";
+    et.file = "ckpt/enc2-target.safetensors";
+    build(&B, &eb, &et, 4096, pol_default, NULL);
+    emit_bundle(VALID(.id = "valid/apply-already-applied", .flags = "change-rate",
+                      .text = "a bundle applied to its target (same tensor set): each chunk "
+                              "matches target_check and is left alone; the output is the target",
+                      .covers = "R-APL-5,§10.2"),
+                &B, &et, &et);
+    bundle_free(&B);
+  }
+  /* Targets whose carried header is written unusually: the prefix is the file's. */
+  static const struct {
+    const char *id, *text, *file;
+    const char *subst[3][2];
+  } hv[] = {
+      {"valid/prefix-json-whitespace", "the target's header has tab, CR, LF and space between "
+       "tokens and after the object", "ckpt/model-target-whitespace.safetensors",
+       {{"{\"a\":", "{\n\t\"a\" :\r\n "}, {",\"b\":", " ,\t\"b\":"}, {"]}}", "]}\n}\r\n\t "}}},
+      {"valid/prefix-negative-zero", "the target's header gives a's first offset as -0 (the "
+       "number 0)", "ckpt/model-target-negative-zero.safetensors",
+       {{"\"data_offsets\":[0,", "\"data_offsets\":[-0,"}, {NULL, NULL}, {NULL, NULL}}},
+  };
+  static ckpt ht[2];
+  for (size_t i = 0; i < 2; i++) {
+    buf j = {0}, k = {0};
+    bput(&j, model_json, strlen(model_json) + 1);
+    for (size_t q = 0; q < 3 && hv[i].subst[q][0]; q++) {
+      subst(&k, (const char *)j.p, hv[i].subst[q][0], hv[i].subst[q][1]);
+      bu8(&k, 0);
+      bset(&j, k.p, k.n);
+    }
+    ck_clone(&ht[i], &MT, hv[i].file);
+    ck_finish(&ht[i]);
+    ck_set_header(&ht[i], (const char *)j.p);
+    model(&B);
+    set_prefix(&B, j.p, j.n - 1, 0);
+    emit_bundle(VALID(.id = hv[i].id, .flags = "checkpoint", .text = hv[i].text,
+                      .covers = "R-ST-7,R-MAN-8"),
+                &B, &MB, &ht[i]);
+    bundle_free(&B);
+    bfree(&j);
+    bfree(&k);
+  }
+  /* zstd frames at the edges of the profile (§4.4): MANI and a/1's stream. */
+  static const struct {
+    const char *id, *text;
+    zopts o;
+  } zv[] = {
+      {"valid/zstd-window-at-bound", "MANI and a/1's stream as frames that are not single "
+       "segment, each window exactly max(1024, content size rounded up to a power of two)",
+       {.multi = 1}},
+      {"valid/zstd-checksum", "MANI and a/1's stream as frames with a (correct) content checksum",
+       {.checksum = 1}},
+      {"valid/zstd-dictionary-id-zero", "MANI and a/1's stream as frames with a Dictionary_ID "
+       "field of 0 (no dictionary)", {.dict = 1}},
+  };
+  for (size_t i = 0; i < sizeof zv / sizeof *zv; i++) {
+    model(&B);
+    buf m = {0}, z = {0};
+    manifest_bytes(&B.man, &m);
+    zframe_hand(&z, &zv[i].o, m.n, m.p, m.n);
+    section *s = sec(&B, "MANI", 0);
+    s->comp = 1;
+    bset(&s->pl, z.p, z.n);
+    streams st;
+    model_streams(&st, EA, 1, XOR_DENSE);
+    z.n = 0;
+    zframe_hand(&z, &zv[i].o, st.planes.n, st.planes.p, st.planes.n);
+    chunk_data(&B, EA, 1, XOR_DENSE, 1, st.count, &z);
+    streams_free(&st);
+    bfree(&m);
+    bfree(&z);
+    emit_bundle(VALID(.id = zv[i].id, .flags = "handmade-zstd,compression", .text = zv[i].text,
+                      .covers = "§4.4,R-CMP-1,R-CMP-3"),
+                &B, &MB, &MT);
+    bundle_free(&B);
+  }
+  {
+    /* A zero-length tensor with a dimension of 2^63 - 1, the largest JSON number
+     * §2.1 allows; then 2^63 (its repaired variant is this vector). */
+    static ckpt zb, zt;
+    uint64_t d[2] = {8, 0};
+    zb.file = "ckpt/bignum-base.safetensors";
+    zb.kind = KIND_ST;
+    fill_random(ck_add(&zb, "w", U8, 1, d));
+    ck_finish(&zb);
+    ck_clone(&zt, &zb, "ckpt/bignum-target.safetensors");
+    mutate(ck_get(&zt, "w"), 10000);
+    d[0] = 0, d[1] = ((uint64_t)1 << 63) - 1;
+    ck_add(&zt, "z", U8, 2, d);
+    ck_finish(&zt);
+    build(&B, &zb, &zt, 4096, pol_default, NULL);
+    emit_bundle(VALID(.id = "valid/shape-dim-max", .flags = "limit-edge,zero-length",
+                      .text = "an added U8 tensor of shape [0, 2^63 - 1]: the largest number a "
+                              "header may hold, in a tensor of 0 bytes",
+                      .covers = "R-ST-2,R-ST-4,R-MAN-5"),
+                &B, &zb, &zt);
+    for (int fix = 0; fix < 2; fix++) {
+      bundle Z;
+      bundle_copy(&Z, &B);
+      Z.man.e[1].t.dims[1] += (uint64_t)!fix;
+      prefix_from_entries(&Z.man);
+      remanifest(&Z);
+      emit_fix(INVALID(.id = "invalid/prefix-number-2-63", .error = "DCR_E_CHECKPOINT",
+                       .stage = "structure", .flags = "checkpoint",
+                       .text = "the added tensor z's shape [0, 2^63] in the manifest and the "
+                               "carried header: a header number above 2^63 - 1",
+                       .covers = "R-MAN-8,R-ST-2"),
+               &Z, fix, &zb, &zt);
+    }
+    bundle_free(&B);
+  }
+}
+
 /* ------------------------------------------------------------------------ */
 
+/* Writes a corpus index to root/index.json. */
+static void write_index(const char *root, json_t *index) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/index.json", root);
+  mkdirs(path);
+  char *text = json_dumps(index, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+  FILE *f = fopen(path, "w");
+  if (!text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0 || fclose(f))
+    die("cannot write %s", path);
+  free(text);
+  json_decref(index);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: mkvectors OUTDIR   (writes OUTDIR/index.json and OUTDIR/v1/)\n");
+  if (argc == 4 && !strcmp(argv[2], "--repaired")) roots[REPAIRED] = argv[3];
+  else if (argc != 2) {
+    fprintf(stderr, "usage: mkvectors OUTDIR [--repaired DIR]\n"
+                    "  writes OUTDIR/index.json and OUTDIR/v1/; with --repaired, also every\n"
+                    "  repaired variant as DIR/index.json and DIR/v1/ (all must be valid)\n");
     return 2;
   }
-  out_root = argv[1];
+  roots[CORPUS] = argv[1];
   vectors = json_array();
+  repaired = json_array();
 
   valid_vectors();
 
@@ -3118,20 +3639,33 @@ int main(int argc, char **argv) {
   static const char *const mmeta[] = {"dcr.step", "7", "origin", "mkvectors", NULL};
   add_meta(&M, mmeta, 0);
   if (M.n != 9) die("the model bundle has %zu sections", M.n);
+  {
+    /* The vectors that rewrite the carried header from the entries rely on it. */
+    manifest m = M.man;
+    m.prefix = (buf){0};
+    prefix_from_entries(&m);
+    if (m.prefix.n != M.man.prefix.n || memcmp(m.prefix.p, M.man.prefix.p, m.prefix.n))
+      die("prefix_from_entries does not give the model's header");
+    bfree(&m.prefix);
+  }
+  read_model_json();
   emit_bundle(VALID(.id = "valid/model", .flags = "encoding,compression,tensor-set,metadata",
                     .text = "the bundle most invalid vectors are made from: one chunk of each "
                             "encoding, a removed and an added tensor, an unchanged one, META",
                     .covers = "§4,§6,§7,§8,§9"),
               &M, &MB, &MT);
 
+  model_valid_vectors();
   header_vectors();
   section_walk_vectors();
   order_vectors();
-  manifest_vectors();
+  manifest_field_vectors();
+  manifest_entry_vectors();
   prefix_vectors();
   raw_vectors();
-  chunk_vectors();
-  section_zstd_vectors();
+  chunk_record_vectors();
+  chunk_data_vectors();
+  zstd_vectors();
   meta_vectors();
   apply_vectors();
 
@@ -3151,24 +3685,50 @@ int main(int argc, char **argv) {
       "declares huge sizes must fail with another code before allocating (size-as-allocation)",
       "DCR_E_ARGUMENT", "an invalid argument or option from the caller, not in any file",
       "DCR_E_INTERRUPTED", "a signal during an operation: a property of the run, not of any file");
+  /* SPEC.md requirements that no bundle can test: conformance.sh requires every
+   * other id to be in some vector's covers. */
+  json_t *no_vectors = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+      "R-APL-4", "when the output becomes visible is a property of the implementation, not of "
+      "any bundle (runners check that a failed apply leaves no output, but no file can show "
+      "a temporary one)",
+      "R-CLS-1", "which stages a reader runs depends on its class; the vectors give the "
+      "answer of each stage, and a reader of any class plays the stages it runs",
+      "R-SEC-12", "what a reader takes a validating bundle as evidence of is not an outcome "
+      "a file can show",
+      "R-VER-2", "a rule about the vectors themselves over time (make vectors-check keeps "
+      "them byte for byte)",
+      "R-VER-3", "a rule about the document and the vectors over time, not about a bundle",
+      "R-WRT-1", "a writer requirement: a reader sees only the bundle (reserved fields are "
+      "tested from the reader's side, R-RES-1)",
+      "R-WRT-2", "a writer requirement (the limits are tested from the reader's side, "
+      "R-LIM-1)",
+      "R-WRT-3", "a writer requirement (each rule it names is tested from the reader's "
+      "side)",
+      "R-WRT-4", "a writer requirement: which minor version a writer needed is not in the "
+      "bundle",
+      "R-WRT-5", "a writer requirement about default metadata: no bundle can show a default",
+      "R-WRT-6", "a writer requirement (determinism across runs and machines)");
   char zver[32];
   snprintf(zver, sizeof zver, "%s", ZSTD_versionString());
-  json_t *index = json_pack(
-      "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:{s:i, s:i, s:i}, s:o}",
-      "$schema", "schema.json", "format", "DCR delta bundle", "format_version", "1.0", "root",
-      "v1", "spec", "SPEC.md", "generator",
-      "tools/mkvectors.c (make vectors); seed 0x4443523176656374", "zstd_version", zver,
-      "flags", flags, "codes_without_vectors", untestable, "counts", "valid", counts[0],
-      "invalid", counts[1], "acceptable", counts[2], "vectors", vectors);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/index.json", out_root);
-  char *text = json_dumps(index, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-  FILE *f = fopen(path, "w");
-  if (!text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0 || fclose(f))
-    die("cannot write %s", path);
-  free(text);
-  json_decref(index);
-  fprintf(stderr, "mkvectors: %d valid, %d invalid, %d acceptable vectors in %s\n", counts[0],
-          counts[1], counts[2], out_root);
+  write_index(roots[CORPUS],
+              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, "
+                        "s:{s:i, s:i, s:i}, s:o}",
+                        "$schema", "schema.json", "format", "DCR delta bundle", "format_version",
+                        "1.0", "root", "v1", "spec", "SPEC.md", "generator",
+                        "tools/mkvectors.c (make vectors); seed 0x4443523176656374",
+                        "zstd_version", zver, "flags", flags, "codes_without_vectors", untestable,
+                        "requirements_without_vectors", no_vectors, "counts", "valid", counts[0],
+                        "invalid", counts[1], "repair_checked", repair_count, "vectors", vectors));
+  if (roots[REPAIRED])
+    write_index(roots[REPAIRED],
+                json_pack("{s:s, s:s, s:o}", "description",
+                          "repaired variants of the invalid vectors (mkvectors --repaired): "
+                          "each must be valid; not committed",
+                          "root", "v1", "vectors", repaired));
+  else
+    json_decref(repaired);
+  fprintf(stderr, "mkvectors: %d valid, %d invalid vectors (%d with a repair check) in %s\n",
+          counts[0], counts[1], repair_count, roots[CORPUS]);
   return 0;
 }
