@@ -93,6 +93,10 @@ check: unit $(BUILD)/dcr vectors-check ## Unit tests, CLI round trips and bad-in
 	bash tests/cli_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	python3 tests/spec_lint.py SPEC.md testvectors/index.json
+	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
+
+check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
+	bash tests/large_chunk.sh $(BUILD)/dcr
 
 vectors: $(BUILD)/mkvectors ## Rewrite testvectors/ (index.json, v1/) from tools/mkvectors.c
 	rm -rf testvectors/v1
@@ -106,7 +110,8 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/test_vectors ## Regenerate the vector
 	else \
 	  echo "vectors-check: testvectors/ differs from what tools/mkvectors.c writes (committed with" \
 	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/index.json"))."; \
-	  echo "If the change is intended: make vectors, and say why in SPEC.md (testvectors/README.md)."; \
+	  echo "testvectors/v1 is frozen since 1.0 final (SPEC.md §12, R-VER-3): fix the code, not the" \
+	       "vectors; a new minor version adds its own vectors (testvectors/README.md)."; \
 	  rm -rf "$$t"; exit 1; \
 	fi; \
 	if $(BUILD)/test_vectors "$$t/repaired" >"$$t/repaired.log" 2>&1; then \

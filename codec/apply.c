@@ -108,9 +108,11 @@ static int check_base(applier *a, dcr_detail *d) {
 
 static int by_target_offset(const void *x, const void *y, void *ctx) {
   const dcr__entry *e = ctx;
-  const dcr__desc *a = &e[*(const uint32_t *)x].target, *b = &e[*(const uint32_t *)y].target;
+  uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+  const dcr__desc *a = &e[i].target, *b = &e[j].target;
   if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
-  return (a->byte_length > b->byte_length) - (a->byte_length < b->byte_length);
+  if (a->byte_length != b->byte_length) return a->byte_length < b->byte_length ? -1 : 1;
+  return (i > j) - (i < j); /* §10.1: empty tensors at one offset by name, i.e. entry order */
 }
 
 /* One job per target chunk, in file order; entries with no chunks get a marker so
@@ -156,11 +158,12 @@ static int build_jobs(applier *a, dcr_detail *d) {
   return DCR_OK;
 }
 
-/* §10 step 3 for one chunk. */
+/* §10.1 step 4 (R-APL-2) for one changed chunk: base_check, then decode and apply
+ * (R-ENC-3), then target_check. A chunk whose base bytes already give target_check
+ * is not left alone: a changed chunk's base cannot, and a retried apply is
+ * recognized as a whole by the target's state id (§10.2). */
 static int apply_record(applier *a, slot *s, const dcr__chunk *c, unsigned esize) {
-  uint64_t h = dcr__pieces_check(s->base_pieces, s->pieces);
-  if (h == c->target_check) return DCR_OK; /* already applied */
-  if (!DCR__CHECKSUM_OK(h == c->base_check))
+  if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->base_pieces, s->pieces) == c->base_check))
     return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
                      "bundle's base checksum");
   const uint8_t *payload;

@@ -73,7 +73,7 @@ int dcr__zframe_check(const uint8_t *p, size_t available, uint64_t max_size, int
   size_t frame = ZSTD_findFrameCompressedSize(p, available);
   if (ZSTD_isError(frame))
     return dcr__fail(d, DCR_E_DECOMPRESS, "malformed zstd frame: %s", ZSTD_getErrorName(frame));
-  if (h.content_size / MAX_RATIO > frame)
+  if (h.content_size > (uint64_t)MAX_RATIO * frame) /* 2^15 times a length: fits */
     return dcr__fail(d, DCR_E_DECOMPRESS, "a %zu-byte zstd frame cannot hold the %llu bytes it "
                      "declares", frame, (unsigned long long)h.content_size);
   *content_size = h.content_size;

@@ -2671,6 +2671,43 @@ static void prefix_vectors(void) {
                            .covers = "R-MAN-8,R-ST-1"),
                    &B, fix);
   }
+  {
+    /* JSON nesting (§2.2): the bracket that opens level 2049 (the root object is
+     * level 1) is a syntax error where it stands, before a bad name later in the
+     * text; 2048 levels are not an error of their own. Two rules broken on purpose. */
+    static const struct {
+      const char *id, *code, *text;
+      size_t levels;
+    } dv[] = {
+        {"invalid/prefix-json-too-deep", "DCR_E_CHECKPOINT", "__metadata__'s value k is "
+         "arrays nested to level 2049, and the later name \"e\\u0000\" is bad: the depth "
+         "is met first", 2049},
+        {"invalid/prefix-json-depth-2048", "DCR_E_NAME", "__metadata__'s value k is arrays "
+         "nested to level 2048, the most allowed, and the later name \"e\\u0000\" is bad: "
+         "the name is the first error", 2048},
+    };
+    for (size_t i = 0; i < sizeof dv / sizeof *dv; i++) {
+      buf deep = {0}, one = {0};
+      const char *open = "{\"__metadata__\":{\"k\":";
+      bput(&deep, open, strlen(open));
+      bfill(&deep, '[', dv[i].levels - 2); /* levels 3.. (root and __metadata__ are 1, 2) */
+      bfill(&deep, ']', dv[i].levels - 2);
+      bput(&deep, "},\"a\":", 6);
+      bput(&deep, "", 1);
+      subst(&one, model_json, "{\"a\":", (const char *)deep.p);
+      bput(&one, "", 1);
+      subst(&json, (const char *)one.p, "\"e\":", "\"e\\u0000\":");
+      model(&B);
+      set_prefix(&B, json.p, json.n, 0);
+      emit_bundle(INVALID(.id = dv[i].id, .error = dv[i].code, .stage = "structure",
+                          .flags = "checkpoint,check-order", .text = dv[i].text,
+                          .covers = "R-MAN-8,R-ST-7,R-ORD-1"),
+                  &B, NULL, NULL);
+      bundle_free(&B);
+      bfree(&deep);
+      bfree(&one);
+    }
+  }
   for (int fix = 0; fix < 2; fix++) {
     /* A real header of max_header_size + 1 bytes (spaces after the object), in a
      * zstd-compressed MANI so that the file stays small; repaired, exactly
@@ -3405,7 +3442,7 @@ static void apply_vectors(void) {
 
   /* Bundles that pass every check without a base but do not give their target;
    * repaired, they do. */
-  enum { A_COUNT, A_SPARSE_SAME, A_CHECK, A_HASH_E, A_HASH_D };
+  enum { A_COUNT, A_SPARSE_SAME, A_BASE_CHECK, A_CHECK, A_HASH_E, A_HASH_D };
   static const struct {
     const char *id, *text, *code, *flags, *covers;
     int how;
@@ -3416,6 +3453,9 @@ static void apply_vectors(void) {
       {"invalid/apply-overwrite-sparse-unchanged", "b/0 OVERWRITE_SPARSE whose first value is "
        "the base element it replaces", "DCR_E_ENCODING", "malformed-field", "R-ENC-3",
        A_SPARSE_SAME},
+      {"invalid/apply-chunk-base-check", "a/0's base_check is wrong (record re-checksummed); "
+       "the input is the true base, by its state id, but not by this chunk, and it is not the "
+       "target", "DCR_E_BASE_MISMATCH", "wrong-base", "R-APL-2", A_BASE_CHECK},
       {"invalid/apply-chunk-target-check", "a/0's target_check does not match what it decodes "
        "to", "DCR_E_TARGET_MISMATCH", "target-mismatch", "R-APL-2", A_CHECK},
       {"invalid/apply-target-tensor-hash", "tensor e's target hash (and the target state id "
@@ -3442,6 +3482,7 @@ static void apply_vectors(void) {
             model_chunk(&B, EB, 0, OVERWRITE_SPARSE, 0, &st);
             break;
           }
+          case A_BASE_CHECK: chunk_sec(&B, EA, 0)->pl.p[16] ^= 1; break;
           case A_CHECK: chunk_sec(&B, EA, 0)->pl.p[24] ^= 1; break;
           default:
             B.man.e[ap[i].how == A_HASH_E ? EE : ED].t.hash[ap[i].how == A_HASH_E ? 0 : 15] ^= 1;
@@ -3484,7 +3525,8 @@ static void model_valid_vectors(void) {
   model(&B);
   emit_bundle(VALID(.id = "valid/apply-to-own-target", .flags = "tensor-set",
                     .text = "the model bundle (a tensor added, one removed) applied to its own "
-                            "target: every chunk is already applied, the output is the target",
+                            "target: the input is the target, no chunk is applied, the output "
+                            "is the target",
                     .covers = "R-APL-5,§10.2"),
               &B, &MT, &MT);
   bundle_free(&B);
@@ -3495,8 +3537,9 @@ static void model_valid_vectors(void) {
     et.file = "ckpt/enc2-target.safetensors";
     build(&B, &eb, &et, 4096, pol_default, NULL);
     emit_bundle(VALID(.id = "valid/apply-already-applied", .flags = "change-rate",
-                      .text = "a bundle applied to its target (same tensor set): each chunk "
-                              "matches target_check and is left alone; the output is the target",
+                      .text = "a bundle applied to its target (same tensor set): the input "
+                              "is the target by its state id, no chunk is applied, and the "
+                              "output is the target",
                       .covers = "R-APL-5,§10.2"),
                 &B, &et, &et);
     bundle_free(&B);
