@@ -10,7 +10,10 @@
 #define MAX_RATIO 32768u
 #define MIN_WINDOW 1024u
 
+/* The smallest power of two >= x; above 2^63 it would be 2^64, which every window
+ * is below, so UINT64_MAX stands for it (and the loop cannot wrap to 0). */
 static uint64_t pow2_ceil(uint64_t x) {
+  if (x > (uint64_t)1 << 63) return UINT64_MAX;
   uint64_t p = 1;
   while (p < x) p <<= 1;
   return p;

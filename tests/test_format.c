@@ -621,6 +621,17 @@ static void test_cmp4_zstd_profile(void **state) {
   zb_header(&z, 0x20, &five, 1);
   zb_block(&z, 0, 5, 1, 'h');
   assert_int_equal(inflate(z.p, z.n, 4, &n), DCR_E_LIMIT);
+  /* content sizes above 2^63 (found by fuzz_chunk: rounding one up to a power of
+   * two looped forever) are refused by the limit, even with no limit to speak of */
+  static const uint8_t huge[2][8] = {{1, 0, 0, 0, 0, 0, 0, 0x80},
+                                     {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
+  for (int i = 0; i < 2; i++) {
+    zb_header(&z, 0xE0, huge[i], 8);
+    zb_block(&z, 0, 5, 1, 'h');
+    assert_int_equal(inflate(z.p, z.n, 1 << 30, &n), DCR_E_LIMIT);
+    /* 2^63 + 1 under no limit: the ratio rule (R-CMP-5) */
+    if (!i) assert_int_equal(inflate(z.p, z.n, UINT64_MAX, &n), DCR_E_DECOMPRESS);
+  }
 }
 
 /* ---- manifest (§6) ------------------------------------------------------- */
