@@ -2708,6 +2708,53 @@ static void prefix_vectors(void) {
       bfree(&one);
     }
   }
+  {
+    /* Which of two JSON faults comes first (§2.2): errors of the text (rule 2) in
+     * text order, before the rules of §2.1 rule 3. Two rules broken on purpose. */
+    char long_nul[5020] = "\"";
+    memset(long_nul + 1, 'e', 5000);
+    strcpy(long_nul + 5001, "\\u0000\":");
+    const struct {
+      const char *id, *code, *text, *subst[2][2];
+    } ov[] = {
+        {"invalid/prefix-order-fraction-then-repeat", "DCR_E_NAME", "b's shape [100.0] (a "
+         "rule 3 error), and later the root key \"d\" twice (an error of the text): the repeat "
+         "is reported", {{"\"shape\":[100]", "\"shape\":[100.0]"}, {"\"e\":", "\"d\":"}}},
+        {"invalid/prefix-order-big-integer-then-repeat", "DCR_E_CHECKPOINT", "b's shape "
+         "[9223372036854775808] (above 2^63 - 1: an error of the text), and later the root key "
+         "\"d\" twice: the number is met first",
+         {{"\"shape\":[100]", "\"shape\":[9223372036854775808]"}, {"\"e\":", "\"d\":"}}},
+        {"invalid/prefix-order-repeat-then-no-colon", "DCR_E_NAME", "the root key \"b\" "
+         "again where \"d\" was, followed by { instead of a colon: the repeat is found at the "
+         "end of the key's string", {{"\"d\":{", "\"b\"{"}, {NULL, NULL}}},
+        {"invalid/prefix-order-long-name-with-nul", "DCR_E_NAME", "e renamed to 5000 e's "
+         "and \\u0000: over max_name_length (rule 3), but the U+0000 escape is an error of the "
+         "text (rule 2), met first", {{"\"e\":", long_nul}, {NULL, NULL}}},
+        {"invalid/prefix-order-utf8-cut-by-end", "DCR_E_NAME", "the header ends inside the "
+         "root key \"e\" right after the byte C3, which starts a 2-byte UTF-8 sequence: bytes "
+         "that are not UTF-8 in a name, found at that byte, before the unterminated string",
+         {{"\"e\":{\"dtype\":\"F32\",\"shape\":[1024],\"data_offsets\":[8692,12788]}}   ",
+           "\"e\xc3"}, {NULL, NULL}}},
+    };
+    for (size_t i = 0; i < sizeof ov / sizeof *ov; i++) {
+      buf j = {0}, k = {0};
+      bput(&j, model_json, strlen(model_json) + 1);
+      for (size_t q = 0; q < 2 && ov[i].subst[q][0]; q++) {
+        subst(&k, (const char *)j.p, ov[i].subst[q][0], ov[i].subst[q][1]);
+        bu8(&k, 0);
+        bset(&j, k.p, k.n);
+      }
+      model(&B);
+      set_prefix(&B, j.p, j.n - 1, 0);
+      emit_bundle(INVALID(.id = ov[i].id, .error = ov[i].code, .stage = "structure",
+                          .flags = "checkpoint,check-order", .text = ov[i].text,
+                          .covers = "R-MAN-8,R-ST-7,R-ORD-1"),
+                  &B, NULL, NULL);
+      bundle_free(&B);
+      bfree(&j);
+      bfree(&k);
+    }
+  }
   for (int fix = 0; fix < 2; fix++) {
     /* A real header of max_header_size + 1 bytes (spaces after the object), in a
      * zstd-compressed MANI so that the file stays small; repaired, exactly
@@ -3309,6 +3356,12 @@ static void meta_vectors(void) {
        "\x01\0\0\0\x03\0k\0x\x01\0\0\0v", "\x01\0\0\0\x03\0k0x\x01\0\0\0v", 14, 14},
       {"invalid/meta-value-nul", "a META value \"v\" U+0000", "DCR_E_MANIFEST",
        "\x01\0\0\0\x01\0k\x02\0\0\0v\0", "\x01\0\0\0\x01\0k\x02\0\0\0v0", 13, 13},
+      {"invalid/meta-value-overlong-utf8", "a META value \"/\" written as the overlong C0 AF "
+       "(UTF-8 by RFC 3629, as for names)", "DCR_E_MANIFEST",
+       "\x01\0\0\0\x01\0k\x02\0\0\0\xc0\xaf", "\x01\0\0\0\x01\0k\x02\0\0\0//", 13, 13},
+      {"invalid/meta-key-surrogate", "a META key holding U+D800 encoded as ED A0 80",
+       "DCR_E_MANIFEST", "\x01\0\0\0\x03\0\xed\xa0\x80\x01\0\0\0v",
+       "\x01\0\0\0\x03\0\xed\x9f\xbf\x01\0\0\0v", 14, 14},
   };
   for (size_t i = 0; i < sizeof mv / sizeof *mv; i++)
     for (int fix = 0; fix < 2; fix++) {
@@ -3517,6 +3570,20 @@ static void apply_vectors(void) {
                       .covers = "§7,§10,R-TGT-1"),
               &B, &MB, &wt2);
   bundle_free(&B);
+  /* A target file read as a checkpoint first (§15.6): one byte after its last
+   * tensor breaks §2.1 rule 4 before the prefix and size are compared. */
+  static ckpt wt3;
+  ck_clone(&wt3, &MT, "ckpt/model-target-trailing-byte.safetensors");
+  ck_finish(&wt3);
+  bu8(&wt3.bytes, 0);
+  model(&B);
+  emit_bundle(INVALID(.id = "invalid/target-trailing-byte", .error = "DCR_E_LAYOUT",
+                      .stage = "target", .flags = "target-mismatch,layout",
+                      .text = "a valid bundle; the target file has one byte after its last "
+                              "tensor: not a valid safetensors file, before it is compared",
+                      .covers = "R-ST-6,R-TGT-1"),
+              &B, &MB, &wt3);
+  bundle_free(&B);
 }
 
 /* Valid vectors made from the model: re-application, JSON and zstd edges. */
@@ -3555,9 +3622,20 @@ static void model_valid_vectors(void) {
       {"valid/prefix-negative-zero", "the target's header gives a's first offset as -0 (the "
        "number 0)", "ckpt/model-target-negative-zero.safetensors",
        {{"\"data_offsets\":[0,", "\"data_offsets\":[-0,"}, {NULL, NULL}, {NULL, NULL}}},
+      {"valid/prefix-tensor-order", "the target's header lists its tensors b, d, e, a: not in "
+       "name order (the manifest matches them by name)",
+       "ckpt/model-target-tensor-order.safetensors",
+       {{"{\"a\":{\"dtype\":\"BF16\",\"shape\":[4096],\"data_offsets\":[0,8192]},", "{"},
+        {"[8692,12788]}}", "[8692,12788]},\"a\":{\"dtype\":\"BF16\",\"shape\":[4096],"
+                          "\"data_offsets\":[0,8192]}}"},
+        {NULL, NULL}}},
+      {"valid/prefix-metadata-escaped", "the target's header has \"\\u005f_metadata__\": "
+       "{\"k\": \"v\"}, which is __metadata__ once unescaped, not a tensor",
+       "ckpt/model-target-metadata-escaped.safetensors",
+       {{"{\"a\":", "{\"\\u005f_metadata__\":{\"k\":\"v\"},\"a\":"}, {NULL, NULL}, {NULL, NULL}}},
   };
-  static ckpt ht[2];
-  for (size_t i = 0; i < 2; i++) {
+  static ckpt ht[sizeof hv / sizeof *hv];
+  for (size_t i = 0; i < sizeof hv / sizeof *hv; i++) {
     buf j = {0}, k = {0};
     bput(&j, model_json, strlen(model_json) + 1);
     for (size_t q = 0; q < 3 && hv[i].subst[q][0]; q++) {
