@@ -3633,6 +3633,11 @@ static void model_valid_vectors(void) {
        "{\"k\": \"v\"}, which is __metadata__ once unescaped, not a tensor",
        "ckpt/model-target-metadata-escaped.safetensors",
        {{"{\"a\":", "{\"\\u005f_metadata__\":{\"k\":\"v\"},\"a\":"}, {NULL, NULL}, {NULL, NULL}}},
+      {"valid/prefix-key-escaped", "the target's header writes a's keys as \"\\u0064type\" "
+       "and \"sh\\u0061pe\": keys are compared after unescaping",
+       "ckpt/model-target-key-escaped.safetensors",
+       {{"\"dtype\":\"BF16\"", "\"\\u0064type\":\"BF16\""},
+        {"\"shape\":[4096]", "\"sh\\u0061pe\":[4096]"}, {NULL, NULL}}},
   };
   static ckpt ht[sizeof hv / sizeof *hv];
   for (size_t i = 0; i < sizeof hv / sizeof *hv; i++) {
