@@ -3,8 +3,7 @@
  *
  * The target is written front to back, tensor by tensor in offset order, into a
  * temporary file beside the output. Workers read base chunks and apply the bundle's
- * chunks by the rule of §10 step 3; the calling thread hashes and writes them in
- * order. The output is renamed into place only once every base and target hash
+ * chunks by R-APL-2 (§10.1 step 3); the calling thread hashes them in order. The output is renamed into place only once every base and target hash
  * has matched.
  *
  * A checkpoint that is already the bundle's target is accepted too (§10.2): when

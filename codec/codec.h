@@ -38,7 +38,7 @@ DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize
 /* ---- positions.c: position streams (§9.1) */
 /* The longest position stream in an n-element chunk: the parameter byte, then at
  * most n bits, since the best parameter costs no more than k = 0, whose cost is the
- * last position + 1 (§9.3). */
+ * last position + 1 (§9.1). */
 #define DCR__POSITIONS_BOUND(n) (1 + ((size_t)(n) + 7) / 8)
 /* Writes the Rice-coded gaps of `count` strictly increasing positions; returns
  * the bytes written (at most DCR__POSITIONS_BOUND). */

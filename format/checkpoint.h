@@ -25,14 +25,14 @@ typedef struct {
 } dcr__checkpoint;
 
 /* Parses a safetensors prefix (8-byte length + JSON header) for a file whose data
- * region is data_length bytes long, strictly as SPEC.md §2.1 rules 1-5 say. On
+ * region is data_length bytes long, strictly as SPEC.md §2.1 rules 1-3 say. On
  * success `out` owns a copy of the prefix and the tensor list; on failure it is
  * empty. */
 DCR_HIDDEN int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length,
                                       uint64_t data_length, const dcr_limits *lim,
                                       dcr__checkpoint *out, dcr_detail *d);
 
-/* §2.1 rule 6: sorted by (begin, end), the tensors tile [0, data_length) exactly.
+/* §2.1 rule 4: sorted by (begin, end), the tensors tile [0, data_length) exactly.
  * A carried prefix needs no such check: it must equal the manifest's entries,
  * whose layout §6.2 already checks. */
 DCR_HIDDEN int dcr__safetensors_check_layout(const dcr__checkpoint *c, uint64_t data_length,

@@ -25,16 +25,23 @@ static uint16_t flags_of(uint32_t type) {
   return (uint16_t)(type == DCR__SEC_META || type == DCR__SEC_SIGN ? 0 : DCR__FLAG_CRITICAL);
 }
 
+/* §16.1 (R-WRT-2): no section, stored or decompressed, that a reader with the
+ * default limits would refuse. */
+static int check_section_size(size_t length, dcr_detail *d) {
+  dcr_limits lim;
+  dcr_limits_default(&lim);
+  if (length > lim.max_section_size)
+    return dcr__fail(d, DCR_E_LIMIT, "a section of %zu bytes is over the default limit %llu",
+                     length, (unsigned long long)lim.max_section_size);
+  return DCR_OK;
+}
+
 static int write_section(dcr__writer *w, uint32_t type, uint8_t compression, const void *head,
                          size_t head_length, const void *body, size_t body_length,
                          uint64_t *offset, dcr_detail *d) {
   static const uint8_t zeros[64];
-  dcr_limits lim;
-  dcr_limits_default(&lim);
-  /* §16.1 (R-WRT-2): nothing a reader with the default limits would refuse. */
-  if (head_length + body_length > lim.max_section_size)
-    return dcr__fail(d, DCR_E_LIMIT, "a section of %zu bytes is over the default limit %llu",
-                     head_length + body_length, (unsigned long long)lim.max_section_size);
+  int rc = check_section_size(head_length + body_length, d);
+  if (rc) return rc;
   XXH3_state_t st;
   XXH3_INITSTATE(&st);
   XXH3_64bits_reset(&st);
@@ -48,7 +55,6 @@ static int write_section(dcr__writer *w, uint32_t type, uint8_t compression, con
   uint8_t h[DCR__SECTION_HEADER_SIZE];
   dcr__section_header_write(h, &s);
   if (offset) *offset = w->offset;
-  int rc;
   if ((rc = emit(w, h, sizeof h, d)) || (rc = emit(w, head, head_length, d)) ||
       (rc = emit(w, body, body_length, d)))
     return rc;
@@ -62,17 +68,13 @@ int dcr__writer_section(dcr__writer *w, uint32_t type, const void *head, size_t 
 
 int dcr__writer_packed_section(dcr__writer *w, uint32_t type, const void *payload,
                                size_t length, dcr_detail *d) {
-  dcr_limits lim;
-  dcr_limits_default(&lim);
-  if (length > lim.max_section_size) /* its decompressed size is bounded too (§4.4) */
-    return dcr__fail(d, DCR_E_LIMIT, "a section of %zu bytes is over the default limit %llu",
-                     length, (unsigned long long)lim.max_section_size);
+  int rc = check_section_size(length, d); /* the decompressed size (§4.4) */
+  if (rc) return rc;
   if (w->level > 0) {
     size_t cap = ZSTD_compressBound(length);
     uint8_t *z = malloc(cap);
     if (!z) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu bytes", cap);
     size_t n = ZSTD_compress(z, cap, payload, length, w->level);
-    int rc;
     if (!ZSTD_isError(n) && n < length)
       rc = write_section(w, type, DCR_COMP_ZSTD, z, n, NULL, 0, NULL, d);
     else
