@@ -2,9 +2,9 @@
  * apply.c - dcr_apply and dcr_check_target (SPEC.md §10).
  *
  * The target is written front to back, tensor by tensor in offset order, into a
- * temporary file beside the output. Workers read base chunks and apply the bundle's
- * chunks by R-APL-2 (§10.1 step 3); the calling thread hashes them in order. The output is renamed into place only once every base and target hash
- * has matched.
+ * temporary file beside the output, by a pass (pass.c) whose input is the base
+ * file and whose workers write each chunk's result. The output is renamed into
+ * place only once every base and target hash has matched.
  *
  * A checkpoint that is already the bundle's target is accepted too (§10.2): when
  * the input is not the base, it is read again as the target, every chunk left as
@@ -20,25 +20,6 @@
 #include "../format/checkpoint.h"
 #include "codec.h"
 
-#define NO_CHUNK UINT32_MAX
-#define NO_RECORD UINT64_MAX
-
-typedef struct {
-  uint32_t entry, chunk;
-  uint64_t record; /* index of its CHNK, or NO_RECORD if unchanged */
-} job;
-
-typedef struct {
-  dcr__view base;
-  uint8_t *base_buffer, *out, *scratch; /* base_buffer: zeros, or a base not mapped */
-  uint8_t *base_pieces, *out_pieces;    /* piece digests (§7) */
-  size_t bytes, pieces, scratch_capacity;
-  const uint8_t *result, *result_pieces; /* base or out */
-  dcr__chunk_decoder dec;
-  int rc;
-  dcr_detail detail;
-} slot;
-
 typedef struct {
   dcr_reader *r;
   const dcr_apply_options *opt;
@@ -47,238 +28,41 @@ typedef struct {
   const char *base_path;
   dcr__checkpoint base;
   uint64_t *base_offset; /* entry -> file offset of its base tensor */
-  job *jobs;
-  size_t job_count;
-  slot *slots;
-  size_t slot_count;
-  XXH3_state_t base_hash, target_hash;
-  uint32_t current; /* the entry being hashed */
-  uint64_t done;    /* bytes taken, for progress */
 } applier;
 
 static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
   dcr__detail_tensor(d, i, m->entries[i].name, m->entries[i].name_length);
 }
 
-/* The input's side of an entry: its base, or its target when the input is taken to
- * be the target already. */
-static const dcr__desc *input_desc(const applier *a, const dcr__entry *e) {
-  if (a->as_target) return e->presence & DCR__HAS_TARGET ? &e->target : NULL;
-  return e->presence & DCR__HAS_BASE ? &e->base : NULL;
-}
-
-/* Whether the input's bytes of a target tensor are read (and hashed as the base). */
-static int input_read(const applier *a, const dcr__entry *e) {
-  return a->as_target || dcr__entry_delta_coded(e);
-}
-
-/* §6.3: the base must have exactly the manifest's base tensors (or, taken as the
- * target, its target tensors). */
-static int check_base(applier *a, dcr_detail *d) {
-  const dcr__manifest *m = &a->r->man;
-  size_t j = 0;
-  for (uint64_t i = 0; i < m->entry_count; i++) {
-    const dcr__entry *e = &m->entries[i];
-    const dcr__desc *want = input_desc(a, e);
-    if (!want) continue;
-    const dcr__tensor *t = j < a->base.count ? &a->base.tensors[j] : NULL;
-    int c = t ? dcr__name_cmp(e->name, e->name_length, t->name, t->name_length) : -1;
-    name_entry(d, m, i);
-    if (c < 0) return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has no such tensor");
-    if (c > 0) {
-      if (d) d->tensor = DCR_NONE, snprintf(d->tensor_name, sizeof d->tensor_name, "%s", t->name);
-      return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has a tensor the bundle does not expect");
-    }
-    if (t->desc.dtype != want->dtype || t->desc.rank != want->rank ||
-        (want->rank && memcmp(t->desc.dims, want->dims, want->rank * sizeof(uint64_t))))
-      return dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor is %s of rank %u; the bundle "
-                       "expects %s of rank %u", dcr_dtype_name(t->desc.dtype), t->desc.rank,
-                       dcr_dtype_name(want->dtype), want->rank);
-    a->base_offset[i] = a->base.prefix_length + t->desc.offset;
-    if (d) dcr__detail_init(d);
-    j++;
-  }
-  if (j != a->base.count) {
-    if (d) snprintf(d->tensor_name, sizeof d->tensor_name, "%s", a->base.tensors[j].name);
-    return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has a tensor the bundle does not expect");
-  }
-  return DCR_OK;
-}
-
-static int by_target_offset(const void *x, const void *y, void *ctx) {
-  const dcr__entry *e = ctx;
-  uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
-  const dcr__desc *a = &e[i].target, *b = &e[j].target;
-  if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
-  if (a->byte_length != b->byte_length) return a->byte_length < b->byte_length ? -1 : 1;
-  return (i > j) - (i < j); /* §10.1: empty tensors at one offset by name, i.e. entry order */
-}
-
-/* One job per target chunk, in file order; entries with no chunks get a marker so
- * that their (empty) hash is still checked. */
-static int build_jobs(applier *a, dcr_detail *d) {
-  const dcr__manifest *m = &a->r->man;
-  uint32_t *order = malloc((size_t)m->entry_count * sizeof *order + 1);
-  uint64_t *first = malloc((size_t)m->entry_count * sizeof *first + 1);
-  size_t n = 0, count = 0;
-  if (!order || !first) {
-    free(order), free(first);
-    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
-  }
-  for (uint64_t i = 0; i < m->entry_count; i++) {
-    first[i] = NO_RECORD;
-    if (m->entries[i].presence & DCR__HAS_TARGET) {
-      order[n++] = (uint32_t)i;
-      uint64_t c = dcr__chunk_count(m->entries[i].target.byte_length, m->chunk_size);
-      count += c ? (size_t)c : 1;
-    }
-  }
-  for (uint64_t k = a->as_target ? 0 : a->r->chunk_count; k-- > 0;)
-    first[a->r->chunks[k].tensor] = k;
-  qsort_r(order, n, sizeof *order, by_target_offset, m->entries);
-  a->jobs = malloc(count * sizeof *a->jobs + 1);
-  if (!a->jobs) {
-    free(order), free(first);
-    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
-  }
-  for (size_t i = 0; i < n; i++) {
-    uint32_t e = order[i];
-    uint64_t c = dcr__chunk_count(m->entries[e].target.byte_length, m->chunk_size);
-    uint64_t rec = first[e];
-    if (!c) a->jobs[a->job_count++] = (job){e, NO_CHUNK, NO_RECORD};
-    for (uint64_t k = 0; k < c; k++) {
-      int hit = rec < a->r->chunk_count && a->r->chunks[rec].tensor == e &&
-                a->r->chunks[rec].chunk == k;
-      a->jobs[a->job_count++] = (job){e, (uint32_t)k, hit ? rec++ : NO_RECORD};
-    }
-  }
-  free(order);
-  free(first);
-  return DCR_OK;
-}
-
-/* §10.1 step 4 (R-APL-2) for one changed chunk: base_check, then decode and apply
- * (R-ENC-3), then target_check. A chunk whose base bytes already give target_check
- * is not left alone: a changed chunk's base cannot, and a retried apply is
- * recognized as a whole by the target's state id (§10.2). */
-static int apply_record(applier *a, slot *s, const dcr__chunk *c, unsigned esize) {
-  if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->base_pieces, s->pieces) == c->base_check))
-    return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
-                     "bundle's base checksum");
-  const uint8_t *payload;
-  int rc = dcr__source_get(&a->r->src, c->offset + DCR__SECTION_HEADER_SIZE,
-                           (size_t)c->payload_length, &s->scratch, &s->scratch_capacity, &payload,
-                           &s->detail);
-  if (rc) return rc;
-  memcpy(s->out, s->base.data, s->bytes);
-  rc = dcr__decode_chunk(&s->dec, c, payload + DCR__RECORD_SIZE,
-                         (size_t)c->payload_length - DCR__RECORD_SIZE, esize, s->bytes / esize,
-                         s->out, &s->detail);
-  if (rc) return rc;
-  dcr__pieces(s->out, s->bytes, s->out_pieces);
-  if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
-    return dcr__fail(&s->detail, DCR_E_TARGET_MISMATCH, "applied chunk does not match the "
-                     "bundle's target checksum");
-  s->result = s->out;
-  s->result_pieces = s->out_pieces;
-  return DCR_OK;
-}
-
-static void apply_job(void *ctx, size_t j, unsigned worker) {
-  (void)worker;
+/* The pass's input hook: a chunk of the input file, mapped where it can be. */
+static int read_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
+                      uint8_t *fallback, dcr_detail *d) {
   applier *a = ctx;
-  const job *jb = &a->jobs[j];
-  slot *s = &a->slots[j % a->slot_count];
-  const dcr__manifest *m = &a->r->man;
-  dcr__detail_init(&s->detail);
-  s->rc = DCR_OK;
-  s->bytes = s->pieces = 0;
-  if (jb->chunk == NO_CHUNK) return;
-  const dcr__entry *e = &m->entries[jb->entry];
-  uint64_t at = (uint64_t)jb->chunk * m->chunk_size;
-  s->bytes = dcr__chunk_bytes(m, e, jb->chunk);
-  int rc = DCR_OK;
-  if (input_read(a, e)) {
-    rc = dcr__view_open(&s->base, a->base_fd, a->base_offset[jb->entry] + at, s->bytes,
-                        s->base_buffer, &s->detail);
-    if (rc) dcr__detail_file(&s->detail, a->base_path);
-  } else {
-    memset(s->base_buffer, 0, s->bytes);
-    s->base = (dcr__view){.data = s->base_buffer};
-  }
-  s->result = s->base.data;
-  s->result_pieces = s->base_pieces;
-  if (!rc) s->pieces = dcr__pieces(s->base.data, s->bytes, s->base_pieces);
-  if (!rc && jb->record != NO_RECORD)
-    rc = apply_record(a, s, &a->r->chunks[jb->record], dcr_dtype_size(e->target.dtype));
-  /* Workers write their own chunks: the copy into the page cache is most of an
-   * apply's cost, and it parallelizes; only hashing must follow file order. */
-  if (!rc && a->out_fd >= 0)
-    rc = dcr__pwrite_full(a->out_fd, s->result, s->bytes,
-                          m->prefix_length + e->target.offset + at, &s->detail);
-  if (rc) {
-    dcr__detail_tensor(&s->detail, jb->entry, e->name, e->name_length);
-    dcr__detail_chunk(&s->detail, jb->chunk);
-    if (jb->record != NO_RECORD) dcr__detail_at(&s->detail, "CHNK", a->r->chunks[jb->record].offset);
-  }
-  s->rc = rc;
-}
-
-static int end_entry(applier *a, uint32_t i, dcr_detail *d) {
-  const dcr__manifest *m = &a->r->man;
-  const dcr__entry *e = &m->entries[i];
-  uint8_t h[16];
-  if (!a->as_target && dcr__entry_delta_coded(e)) {
-    dcr__digest128(&a->base_hash, h);
-    if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
-      return name_entry(d, m, i), dcr__detail_file(d, a->base_path),
-             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's");
-  }
-  dcr__digest128(&a->target_hash, h);
-  if (!DCR__CHECKSUM_OK(memcmp(h, e->target.hash, 16) == 0))
-    return name_entry(d, m, i), dcr__fail(d, DCR_E_TARGET_MISMATCH, "rebuilt tensor's hash "
-                                          "differs from the bundle's target hash");
-  return DCR_OK;
-}
-
-/* Takes job j (dcr__take_fn): the tensor hashes, which must see bytes in order. */
-static int take_job(void *ctx, size_t j, dcr_detail *d) {
-  applier *a = ctx;
-  const job *jb = &a->jobs[j];
-  slot *s = &a->slots[j % a->slot_count];
-  int rc = s->rc;
-  if (rc) *d = s->detail;
-  if (!rc && jb->entry != a->current) {
-    if (a->current != UINT32_MAX) rc = end_entry(a, a->current, d);
-    a->current = jb->entry;
-    XXH3_128bits_reset(&a->base_hash);
-    XXH3_128bits_reset(&a->target_hash);
-  }
-  if (!rc) {
-    if (!a->as_target && dcr__entry_delta_coded(&a->r->man.entries[jb->entry]))
-      XXH3_128bits_update(&a->base_hash, s->base_pieces, 16 * s->pieces);
-    XXH3_128bits_update(&a->target_hash, s->result_pieces, 16 * s->pieces);
-  }
-  a->done += s->bytes;
-  dcr__view_close(&s->base);
-  if (!rc && a->opt->progress)
-    a->opt->progress(a->opt->progress_opaque, a->done, a->r->man.data_length);
+  int rc = dcr__view_open(view, a->base_fd, a->base_offset[entry] + at, bytes, fallback, d);
+  if (rc) dcr__detail_file(d, a->base_path);
   return rc;
 }
 
-static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
+/* The pass's emit hook. Workers write their own chunks: the copy into the page
+ * cache is most of an apply's cost, and it parallelizes; only hashing must follow
+ * file order. */
+static int write_output(void *ctx, const dcr__pass_chunk *c, dcr_detail *d) {
+  applier *a = ctx;
   const dcr__manifest *m = &a->r->man;
-  a->current = UINT32_MAX;
-  int rc = dcr__pool_stream(pool, a->job_count, apply_job, take_job, a, a->opt->cancel, d);
-  if (rc) return rc;
-  if (a->current != UINT32_MAX && (rc = end_entry(a, a->current, d))) return rc;
-  /* Base tensors that were not read above (removed or recoded) are hashed too:
-   * the base state id covers them. */
+  if (a->out_fd < 0 || !c->bytes) return DCR_OK;
+  return dcr__pwrite_full(a->out_fd, c->result, c->bytes,
+                          m->prefix_length + m->entries[c->job->entry].target.offset + c->at, d);
+}
+
+/* Base tensors that the pass did not read (removed or recoded) are hashed too:
+ * the base state id covers them. */
+static int hash_unread(applier *a, dcr_detail *d) {
+  const dcr__manifest *m = &a->r->man;
   for (uint64_t i = 0; !a->as_target && i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
     if (!(e->presence & DCR__HAS_BASE) || dcr__entry_delta_coded(e)) continue;
     uint8_t h[16];
-    rc = dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, h, d);
+    int rc = dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, h, d);
     if (!rc && !DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's"));
@@ -287,36 +71,7 @@ static int run_jobs(applier *a, dcr__pool *pool, dcr_detail *d) {
   return DCR_OK;
 }
 
-static int make_slots(applier *a, size_t count, dcr_detail *d) {
-  size_t cs = dcr__max_chunk_bytes(&a->r->man);
-  a->slot_count = count;
-  a->slots = calloc(count, sizeof *a->slots);
-  if (!a->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
-  for (size_t i = 0; i < a->slot_count; i++) {
-    slot *s = &a->slots[i];
-    s->base_buffer = malloc(cs);
-    s->out = malloc(cs);
-    s->base_pieces = malloc(16 * DCR__PIECES(cs));
-    s->out_pieces = malloc(16 * DCR__PIECES(cs));
-    if (!s->base_buffer || !s->out || !s->base_pieces || !s->out_pieces ||
-        dcr__chunk_decoder_init(&s->dec, cs))
-      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
-  }
-  return DCR_OK;
-}
-
 static void applier_free(applier *a) {
-  for (size_t i = 0; a->slots && i < a->slot_count; i++) {
-    dcr__view_close(&a->slots[i].base);
-    free(a->slots[i].base_buffer);
-    free(a->slots[i].out);
-    free(a->slots[i].base_pieces);
-    free(a->slots[i].out_pieces);
-    free(a->slots[i].scratch);
-    dcr__chunk_decoder_free(&a->slots[i].dec);
-  }
-  free(a->slots);
-  free(a->jobs);
   free(a->base_offset);
   dcr__checkpoint_free(&a->base);
   if (a->base_fd >= 0) close(a->base_fd);
@@ -361,10 +116,12 @@ static int apply_as(dcr_reader *r, const char *base_path, const char *out_path,
   dcr_limits lim = r->lim;
   applier a = {.r = r, .opt = opt, .as_target = as_target, .base_fd = -1, .out_fd = -1,
                .base_path = base_path};
-  XXH3_INITSTATE(&a.base_hash);
-  XXH3_INITSTATE(&a.target_hash);
+  dcr__pass_spec spec = {.r = r, .verify = DCR_VERIFY_FULL, .as_target = as_target,
+                         .threads = opt->threads, .cancel = opt->cancel,
+                         .progress = opt->progress, .progress_opaque = opt->progress_opaque,
+                         .input = read_input, .emit = write_output, .ctx = &a};
   char tmp[4096] = "";
-  dcr__pool *pool = NULL;
+  dcr__pass *pass = NULL;
   int rc = DCR_OK;
   a.base_fd = open(base_path, O_RDONLY | O_CLOEXEC);
   if (a.base_fd < 0) rc = dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
@@ -372,15 +129,15 @@ static int apply_as(dcr_reader *r, const char *base_path, const char *out_path,
   if (rc) dcr__detail_file(d, base_path);
   if (!rc && !(a.base_offset = calloc((size_t)r->man.entry_count + 1, sizeof *a.base_offset)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-  if (!rc && (rc = check_base(&a, d))) dcr__detail_file(d, base_path);
-  if (!rc) rc = build_jobs(&a, d);
-  if (!rc && dcr__pool_create(&pool, opt->threads)) rc = dcr__fail(d, DCR_E_NOMEM, "no threads");
-  if (!rc) rc = make_slots(&a, dcr__pool_window(pool), d);
+  if (!rc && (rc = dcr__match_checkpoint(&r->man, &a.base, as_target, a.base_offset, d)))
+    dcr__detail_file(d, base_path);
+  if (!rc) rc = dcr__pass_init(&pass, &spec, d);
   if (!rc && out_path && (rc = open_temp(out_path, tmp, sizeof tmp, &a.out_fd, d)))
     dcr__detail_file(d, out_path);
   if (!rc && a.out_fd >= 0)
     rc = dcr__pwrite_full(a.out_fd, r->man.prefix, (size_t)r->man.prefix_length, 0, d);
-  if (!rc) rc = run_jobs(&a, pool, d);
+  if (!rc) rc = dcr__pass_run(pass, d);
+  if (!rc) rc = hash_unread(&a, d);
   if ((rc == DCR_E_ENCODING || rc == DCR_E_TARGET_MISMATCH) && !as_target && !input_is_base(&a))
     rc = (dcr__detail_init(d), dcr__detail_file(d, base_path),
           dcr__fail(d, DCR_E_BASE_MISMATCH, "the input is not the bundle's base"));
@@ -392,7 +149,7 @@ static int apply_as(dcr_reader *r, const char *base_path, const char *out_path,
     rc = dcr__fail(d, DCR_E_IO, "cannot rename into place: %s", strerror(errno));
   if (rc && tmp[0]) unlink(tmp);
   if (rc && !d->file[0]) dcr__detail_file(d, rc == DCR_E_BASE_MISMATCH ? base_path : r->path);
-  dcr__pool_free(pool);
+  dcr__pass_free(pass);
   applier_free(&a);
   return rc;
 }

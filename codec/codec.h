@@ -9,6 +9,7 @@
 #include <zstd.h>
 #include "../format/xxh.h"
 
+#include "../format/checkpoint.h"
 #include "../format/format.h"
 
 /* Encoding ids (§9.1) are regular: odd ids are dense, even ones sparse, and
@@ -134,5 +135,58 @@ DCR_HIDDEN int dcr__pool_stream(dcr__pool *pool, size_t jobs, dcr__job_fn fn, dc
                                 void *ctx, const volatile int *cancel, dcr_detail *d);
 DCR_HIDDEN void dcr__pool_free(dcr__pool *pool);
 DCR_HIDDEN unsigned dcr__default_threads(void);
+
+/* ---- pass.c: one pass over a bundle's target chunks (§10.1), under every apply */
+#define DCR__NO_RECORD UINT64_MAX
+typedef struct {
+  uint32_t entry, chunk; /* chunk is UINT32_MAX for the marker of an empty tensor */
+  uint64_t record;       /* index of its CHNK, or DCR__NO_RECORD if unchanged */
+} dcr__job;
+
+typedef struct {             /* one chunk's result, handed to a driver's hooks */
+  const dcr__job *job;
+  size_t slot;               /* < dcr__pass_slots(): this job's until it is taken */
+  uint64_t at;               /* byte offset of the chunk in its tensor */
+  size_t bytes;              /* 0 for the marker of an empty tensor */
+  const uint8_t *input;      /* the chunk's input bytes (zeros if not delta-coded) */
+  const uint8_t *result;     /* its target bytes: input, or the applied chunk */
+  const uint8_t *result_pieces;
+} dcr__pass_chunk;
+
+typedef struct {
+  dcr_reader *r;
+  int verify;       /* dcr_verify: NONE skips base_check and target_check */
+  int changed_only; /* only the CHNK sections, in index order; no tensor hashes */
+  int as_target;    /* the input is taken to be the target already (§10.2) */
+  unsigned threads; /* 0 = all online cores */
+  const volatile int *cancel;
+  dcr_progress_fn progress;
+  void *progress_opaque;
+  /* Worker: the input bytes of `bytes` at `at` in entry's tensor, as a view (a
+   * pointer to memory, or dcr__view_open with `fallback` as its buffer). */
+  int (*input)(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
+               uint8_t *fallback, dcr_detail *d);
+  /* Worker, optional: each chunk's result, in any order. */
+  int (*emit)(void *ctx, const dcr__pass_chunk *c, dcr_detail *d);
+  /* Calling thread, optional: each chunk's result, in job order. */
+  int (*take)(void *ctx, const dcr__pass_chunk *c, dcr_detail *d);
+  void *ctx;
+} dcr__pass_spec;
+
+typedef struct dcr__pass dcr__pass;
+/* Builds the jobs, threads and buffers (*pass is set even on failure, for free). */
+DCR_HIDDEN int dcr__pass_init(dcr__pass **pass, const dcr__pass_spec *spec, dcr_detail *d);
+DCR_HIDDEN size_t dcr__pass_slots(const dcr__pass *pass);
+/* Runs every job; the first failure in job order is the answer. Tensor hashes are
+ * checked unless changed_only or verify is NONE. Can run more than once. */
+DCR_HIDDEN int dcr__pass_run(dcr__pass *pass, dcr_detail *d);
+DCR_HIDDEN void dcr__pass_free(dcr__pass *pass);
+/* §6.3: the checkpoint has exactly the manifest's base tensors (as_target: its
+ * target tensors), by name, dtype and shape; offsets[entry] gets the file offset
+ * of each. DCR_E_BASE_MISMATCH, naming the tensor, otherwise. */
+DCR_HIDDEN int dcr__match_checkpoint(const dcr__manifest *m, const dcr__checkpoint *ck,
+                                     int as_target, uint64_t *offsets, dcr_detail *d);
+/* Whether the pass reads an entry's input bytes (else it starts from zeros). */
+DCR_HIDDEN int dcr__pass_reads_input(const dcr__pass_spec *spec, const dcr__entry *e);
 
 #endif

@@ -1,0 +1,336 @@
+/*
+ * pass.c - one pass over a bundle's target chunks (SPEC.md §10.1 steps 3-4), the
+ * engine under every apply: the copy apply (apply.c), and the memory and in-place
+ * refit (refit/). Drivers differ only in where a chunk's input bytes come from
+ * and what becomes of its result; the checks, their order and the tensor hashes
+ * live here once.
+ *
+ * Jobs are target chunks in data-region order. Workers fetch a chunk's input,
+ * check and apply its CHNK by R-APL-2 into a slot buffer and hand the result to
+ * the driver's emit hook; the calling thread takes results in job order, hashes
+ * them (§7: tensor hashes need bytes in order) and calls the driver's take hook.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codec.h"
+
+#define NO_CHUNK UINT32_MAX
+
+typedef struct {
+  dcr__view input;
+  uint8_t *zeros, *out, *scratch;    /* zeros: also the fallback of a view not mapped */
+  uint8_t *input_pieces, *out_pieces; /* piece digests (§7) */
+  size_t pieces, scratch_capacity;
+  dcr__chunk_decoder dec;
+  dcr__pass_chunk chunk;
+  int rc;
+  dcr_detail detail;
+} slot;
+
+struct dcr__pass {
+  dcr__pass_spec spec;
+  dcr__job *jobs;
+  size_t job_count;
+  dcr__pool *pool;
+  slot *slots;
+  size_t slot_count;
+  XXH3_state_t base_hash, target_hash;
+  uint32_t current; /* the entry being hashed */
+  uint64_t done, total; /* bytes taken, for progress */
+};
+
+static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
+  dcr__detail_tensor(d, i, m->entries[i].name, m->entries[i].name_length);
+}
+
+int dcr__pass_reads_input(const dcr__pass_spec *s, const dcr__entry *e) {
+  return s->as_target || dcr__entry_delta_coded(e);
+}
+
+/* §6.3: the input must have exactly the manifest's base tensors (or, taken as the
+ * target, its target tensors). */
+int dcr__match_checkpoint(const dcr__manifest *m, const dcr__checkpoint *ck, int as_target,
+                          uint64_t *offsets, dcr_detail *d) {
+  unsigned side = as_target ? DCR__HAS_TARGET : DCR__HAS_BASE;
+  size_t j = 0;
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    if (!(e->presence & side)) continue;
+    const dcr__desc *want = as_target ? &e->target : &e->base;
+    const dcr__tensor *t = j < ck->count ? &ck->tensors[j] : NULL;
+    int c = t ? dcr__name_cmp(e->name, e->name_length, t->name, t->name_length) : -1;
+    name_entry(d, m, i);
+    if (c < 0) return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has no such tensor");
+    if (c > 0) {
+      if (d) d->tensor = DCR_NONE, snprintf(d->tensor_name, sizeof d->tensor_name, "%s", t->name);
+      return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has a tensor the bundle does not expect");
+    }
+    if (t->desc.dtype != want->dtype || t->desc.rank != want->rank ||
+        (want->rank && memcmp(t->desc.dims, want->dims, want->rank * sizeof(uint64_t))))
+      return dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor is %s of rank %u; the bundle "
+                       "expects %s of rank %u", dcr_dtype_name(t->desc.dtype), t->desc.rank,
+                       dcr_dtype_name(want->dtype), want->rank);
+    offsets[i] = ck->prefix_length + t->desc.offset;
+    if (d) dcr__detail_init(d);
+    j++;
+  }
+  if (j != ck->count) {
+    if (d) snprintf(d->tensor_name, sizeof d->tensor_name, "%s", ck->tensors[j].name);
+    return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has a tensor the bundle does not expect");
+  }
+  return DCR_OK;
+}
+
+static int by_target_offset(const void *x, const void *y, void *ctx) {
+  const dcr__entry *e = ctx;
+  uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+  const dcr__desc *a = &e[i].target, *b = &e[j].target;
+  if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
+  if (a->byte_length != b->byte_length) return a->byte_length < b->byte_length ? -1 : 1;
+  return (i > j) - (i < j); /* §10.1: empty tensors at one offset by name, i.e. entry order */
+}
+
+/* Every target chunk in file order, each with its CHNK if it has one; entries with
+ * no chunks get a marker so that their (empty) hash is still checked. Changed-only
+ * passes take the CHNK sections alone, in index order. */
+static int build_jobs(dcr__pass *p, dcr_detail *d) {
+  const dcr_reader *r = p->spec.r;
+  const dcr__manifest *m = &r->man;
+  if (p->spec.changed_only) {
+    p->jobs = malloc((size_t)r->chunk_count * sizeof *p->jobs + 1);
+    if (!p->jobs) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
+    for (uint64_t k = 0; k < r->chunk_count; k++)
+      p->jobs[p->job_count++] = (dcr__job){r->chunks[k].tensor, r->chunks[k].chunk, k};
+    return DCR_OK;
+  }
+  uint32_t *order = malloc((size_t)m->entry_count * sizeof *order + 1);
+  uint64_t *first = malloc((size_t)m->entry_count * sizeof *first + 1);
+  size_t n = 0, count = 0;
+  if (!order || !first) {
+    free(order), free(first);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
+  }
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    first[i] = DCR__NO_RECORD;
+    if (m->entries[i].presence & DCR__HAS_TARGET) {
+      order[n++] = (uint32_t)i;
+      uint64_t c = dcr__chunk_count(m->entries[i].target.byte_length, m->chunk_size);
+      count += c ? (size_t)c : 1;
+    }
+  }
+  for (uint64_t k = p->spec.as_target ? 0 : r->chunk_count; k-- > 0;)
+    first[r->chunks[k].tensor] = k;
+  qsort_r(order, n, sizeof *order, by_target_offset, m->entries);
+  p->jobs = malloc(count * sizeof *p->jobs + 1);
+  if (!p->jobs) {
+    free(order), free(first);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t e = order[i];
+    uint64_t c = dcr__chunk_count(m->entries[e].target.byte_length, m->chunk_size);
+    uint64_t rec = first[e];
+    if (!c) p->jobs[p->job_count++] = (dcr__job){e, NO_CHUNK, DCR__NO_RECORD};
+    for (uint64_t k = 0; k < c; k++) {
+      int hit = rec < r->chunk_count && r->chunks[rec].tensor == e && r->chunks[rec].chunk == k;
+      p->jobs[p->job_count++] = (dcr__job){e, (uint32_t)k, hit ? rec++ : DCR__NO_RECORD};
+    }
+  }
+  free(order);
+  free(first);
+  return DCR_OK;
+}
+
+/* §10.1 step 3 (R-APL-2) for one changed chunk: base_check, then decode and apply
+ * (R-ENC-3), then target_check. A chunk whose base bytes already give target_check
+ * is not left alone: a changed chunk's base cannot, and a retried apply is
+ * recognized as a whole by the target's state id (§10.2). */
+static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, unsigned esize) {
+  int check = p->spec.verify != DCR_VERIFY_NONE;
+  size_t bytes = s->chunk.bytes;
+  if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check))
+    return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
+                     "bundle's base checksum");
+  const uint8_t *payload;
+  int rc = dcr__source_get(&p->spec.r->src, c->offset + DCR__SECTION_HEADER_SIZE,
+                           (size_t)c->payload_length, &s->scratch, &s->scratch_capacity, &payload,
+                           &s->detail);
+  if (rc) return rc;
+  memcpy(s->out, s->chunk.input, bytes);
+  rc = dcr__decode_chunk(&s->dec, c, payload + DCR__RECORD_SIZE,
+                         (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize, s->out,
+                         &s->detail);
+  if (rc) return rc;
+  if (check || !p->spec.changed_only) dcr__pieces(s->out, bytes, s->out_pieces);
+  if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
+    return dcr__fail(&s->detail, DCR_E_TARGET_MISMATCH, "applied chunk does not match the "
+                     "bundle's target checksum");
+  s->chunk.result = s->out;
+  s->chunk.result_pieces = s->out_pieces;
+  return DCR_OK;
+}
+
+/* A changed-only pass over an input taken to be the target: each changed chunk's
+ * bytes must give its target_check, and nothing is applied. */
+static int check_as_target(slot *s, const dcr__chunk *c) {
+  if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->target_check))
+    return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's bytes match neither the "
+                     "bundle's base nor its target");
+  return DCR_OK;
+}
+
+static void run_job(void *ctx, size_t j, unsigned worker) {
+  (void)worker;
+  dcr__pass *p = ctx;
+  const dcr__job *jb = &p->jobs[j];
+  slot *s = &p->slots[j % p->slot_count];
+  const dcr__manifest *m = &p->spec.r->man;
+  dcr__detail_init(&s->detail);
+  s->rc = DCR_OK;
+  s->pieces = 0;
+  s->chunk = (dcr__pass_chunk){.job = jb, .slot = j % p->slot_count};
+  if (jb->chunk == NO_CHUNK) return;
+  const dcr__entry *e = &m->entries[jb->entry];
+  const dcr__chunk *c = jb->record != DCR__NO_RECORD ? &p->spec.r->chunks[jb->record] : NULL;
+  s->chunk.at = (uint64_t)jb->chunk * m->chunk_size;
+  s->chunk.bytes = dcr__chunk_bytes(m, e, jb->chunk);
+  int rc = DCR_OK;
+  if (dcr__pass_reads_input(&p->spec, e)) {
+    rc = p->spec.input(p->spec.ctx, jb->entry, s->chunk.at, s->chunk.bytes, &s->input, s->zeros,
+                       &s->detail);
+  } else {
+    memset(s->zeros, 0, s->chunk.bytes);
+    s->input = (dcr__view){.data = s->zeros};
+  }
+  s->chunk.input = s->chunk.result = s->input.data;
+  s->chunk.result_pieces = s->input_pieces;
+  if (!rc && (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only))
+    s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
+  if (!rc && c)
+    rc = p->spec.as_target ? check_as_target(s, c)
+                           : apply_record(p, s, c, dcr_dtype_size(e->target.dtype));
+  if (!rc && p->spec.emit) rc = p->spec.emit(p->spec.ctx, &s->chunk, &s->detail);
+  if (rc) {
+    dcr__detail_tensor(&s->detail, jb->entry, e->name, e->name_length);
+    dcr__detail_chunk(&s->detail, jb->chunk);
+    if (c && !s->detail.section[0]) dcr__detail_at(&s->detail, "CHNK", c->offset);
+  }
+  s->rc = rc;
+}
+
+/* After an entry's last chunk: its hashes (§10.1 step 3). */
+static int end_entry(dcr__pass *p, uint32_t i, dcr_detail *d) {
+  const dcr__manifest *m = &p->spec.r->man;
+  const dcr__entry *e = &m->entries[i];
+  uint8_t h[16];
+  if (!p->spec.as_target && dcr__entry_delta_coded(e)) {
+    dcr__digest128(&p->base_hash, h);
+    if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
+      return name_entry(d, m, i),
+             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's");
+  }
+  dcr__digest128(&p->target_hash, h);
+  if (!DCR__CHECKSUM_OK(memcmp(h, e->target.hash, 16) == 0))
+    return name_entry(d, m, i),
+           dcr__fail(d, p->spec.as_target ? DCR_E_BASE_MISMATCH : DCR_E_TARGET_MISMATCH,
+                     p->spec.as_target ? "tensor's hash is neither the base's nor the target's"
+                                       : "rebuilt tensor's hash differs from the bundle's "
+                                         "target hash");
+  return DCR_OK;
+}
+
+static int hashing(const dcr__pass *p) {
+  return !p->spec.changed_only && p->spec.verify != DCR_VERIFY_NONE;
+}
+
+/* Takes job j (dcr__take_fn): the tensor hashes, which must see bytes in order. */
+static int take_job(void *ctx, size_t j, dcr_detail *d) {
+  dcr__pass *p = ctx;
+  const dcr__job *jb = &p->jobs[j];
+  slot *s = &p->slots[j % p->slot_count];
+  int rc = s->rc;
+  if (rc) *d = s->detail;
+  if (!rc && hashing(p) && jb->entry != p->current) {
+    if (p->current != UINT32_MAX) rc = end_entry(p, p->current, d);
+    p->current = jb->entry;
+    XXH3_128bits_reset(&p->base_hash);
+    XXH3_128bits_reset(&p->target_hash);
+  }
+  if (!rc && hashing(p)) {
+    if (!p->spec.as_target && dcr__entry_delta_coded(&p->spec.r->man.entries[jb->entry]))
+      XXH3_128bits_update(&p->base_hash, s->input_pieces, 16 * s->pieces);
+    XXH3_128bits_update(&p->target_hash, s->chunk.result_pieces, 16 * s->pieces);
+  }
+  if (!rc && p->spec.take) rc = p->spec.take(p->spec.ctx, &s->chunk, d);
+  p->done += s->chunk.bytes;
+  dcr__view_close(&s->input);
+  if (!rc && p->spec.progress) p->spec.progress(p->spec.progress_opaque, p->done, p->total);
+  return rc;
+}
+
+static int make_slots(dcr__pass *p, size_t count, dcr_detail *d) {
+  size_t cs = dcr__max_chunk_bytes(&p->spec.r->man);
+  p->slot_count = count;
+  p->slots = calloc(count, sizeof *p->slots);
+  if (!p->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
+  for (size_t i = 0; i < p->slot_count; i++) {
+    slot *s = &p->slots[i];
+    s->zeros = malloc(cs);
+    s->out = malloc(cs);
+    s->input_pieces = malloc(16 * DCR__PIECES(cs));
+    s->out_pieces = malloc(16 * DCR__PIECES(cs));
+    if (!s->zeros || !s->out || !s->input_pieces || !s->out_pieces ||
+        dcr__chunk_decoder_init(&s->dec, cs))
+      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
+  }
+  return DCR_OK;
+}
+
+int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
+  dcr__pass *p = calloc(1, sizeof *p);
+  *out = p;
+  if (!p) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  p->spec = *spec;
+  XXH3_INITSTATE(&p->base_hash);
+  XXH3_INITSTATE(&p->target_hash);
+  int rc = build_jobs(p, d);
+  if (rc) return rc;
+  for (size_t j = 0; j < p->job_count; j++)
+    if (p->jobs[j].chunk != NO_CHUNK)
+      p->total += dcr__chunk_bytes(&spec->r->man, &spec->r->man.entries[p->jobs[j].entry],
+                                   p->jobs[j].chunk);
+  /* no more threads than jobs: a small bundle starts none */
+  unsigned threads = spec->threads ? spec->threads : dcr__default_threads();
+  if (threads > p->job_count) threads = p->job_count ? (unsigned)p->job_count : 1;
+  if (dcr__pool_create(&p->pool, threads)) return dcr__fail(d, DCR_E_NOMEM, "no threads");
+  return make_slots(p, dcr__pool_window(p->pool), d);
+}
+
+size_t dcr__pass_slots(const dcr__pass *p) { return p->slot_count; }
+
+int dcr__pass_run(dcr__pass *p, dcr_detail *d) {
+  p->current = UINT32_MAX;
+  p->done = 0;
+  int rc = dcr__pool_stream(p->pool, p->job_count, run_job, take_job, p, p->spec.cancel, d);
+  if (!rc && hashing(p) && p->current != UINT32_MAX) rc = end_entry(p, p->current, d);
+  return rc;
+}
+
+void dcr__pass_free(dcr__pass *p) {
+  if (!p) return;
+  dcr__pool_free(p->pool);
+  for (size_t i = 0; p->slots && i < p->slot_count; i++) {
+    slot *s = &p->slots[i];
+    dcr__view_close(&s->input);
+    free(s->zeros);
+    free(s->out);
+    free(s->input_pieces);
+    free(s->out_pieces);
+    free(s->scratch);
+    dcr__chunk_decoder_free(&s->dec);
+  }
+  free(p->slots);
+  free(p->jobs);
+  free(p);
+}
