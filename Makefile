@@ -21,7 +21,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude $(WARN) 
              $(CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := $(wildcard format/*.c codec/*.c)
+LIB_SRC := $(wildcard format/*.c codec/*.c refit/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -33,7 +33,7 @@ TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 
 .PHONY: all lib cli deps test check unit asan demo install uninstall clean help \
         vectors vectors-check conformance check-large \
-        fuzz-build fuzz-replay fuzz fuzz-bins fuzz-seeds
+        fuzz-build fuzz-replay fuzz fuzz-bins fuzz-seeds crash-test
 
 # The fuzzing switch (format/common.h) makes checksums always match: it must never
 # reach the production build directories.
@@ -78,6 +78,12 @@ $(BUILD)/mkvectors: $(BUILD)/tools/mkvectors.o
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
+# The apply journal vector generator (tools/mkjournals.c, SPEC.md §18): written from
+# the spec alone, with zstd, xxhash and jansson, not libdcr.
+$(BUILD)/mkjournals: $(BUILD)/tools/mkjournals.o
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -91,18 +97,26 @@ unit: $(TESTS) ## Build and run the cmocka unit tests
 
 check: unit $(BUILD)/dcr vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
 	bash tests/cli_test.sh $(BUILD)/dcr
+	bash tests/crash_test.sh $(BUILD)/dcr 20
+	bash tests/cli_id_test.sh $(BUILD)/dcr
+	bash tests/cli_refit_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/journal-v1/index.json
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
+
+crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies at random moments, rerun, compare (CRASH_COUNT=300, ~5 min)
+	bash tests/crash_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
 
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors ## Rewrite testvectors/ (index.json, v1/) from tools/mkvectors.c
+vectors: $(BUILD)/mkvectors $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, journal-v1/) from tools/mkvectors.c and tools/mkjournals.c
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
+	rm -rf testvectors/journal-v1
+	$(BUILD)/mkjournals testvectors
 
-vectors-check: $(BUILD)/mkvectors $(BUILD)/test_vectors ## Regenerate the vectors in a temporary folder; fail if a byte differs or a repaired vector is not valid
+vectors-check: $(BUILD)/mkvectors $(BUILD)/mkjournals $(BUILD)/test_vectors ## Regenerate the vectors in a temporary folder; fail if a byte differs or a repaired vector is not valid
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-vectors.XXXXXX") && \
 	$(BUILD)/mkvectors "$$t" --repaired "$$t/repaired" && \
 	if diff -r "$$t/v1" testvectors/v1 && cmp "$$t/index.json" testvectors/index.json; then \
@@ -119,6 +133,17 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/test_vectors ## Regenerate the vector
 	else \
 	  grep -E '^ERROR|FAILED' "$$t/repaired.log"; \
 	  echo "vectors-check: a repaired invalid vector is not valid: the vector breaks a second rule"; \
+	  rm -rf "$$t"; exit 1; \
+	fi
+	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-journals.XXXXXX") && \
+	$(BUILD)/mkjournals "$$t" && \
+	if diff -r "$$t/journal-v1" testvectors/journal-v1; then \
+	  rm -rf "$$t"; echo "vectors-check: testvectors/journal-v1 is exactly what tools/mkjournals.c writes"; \
+	else \
+	  echo "vectors-check: testvectors/journal-v1 differs from what tools/mkjournals.c writes (committed with" \
+	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/journal-v1/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/journal-v1/index.json"))."; \
+	  echo "The apply journal 1.0 vectors (SPEC.md §18) are published with the format: fix the code," \
+	       "not the vectors; a new journal version adds its own folder (testvectors/README.md)."; \
 	  rm -rf "$$t"; exit 1; \
 	fi
 
@@ -164,5 +189,5 @@ clean: ## Remove build outputs
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/tools/mkvectors.d $(FUZZ_OBJ:.o=.d) \
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/tools/mkvectors.d $(BUILD)/tools/mkjournals.d $(FUZZ_OBJ:.o=.d) \
          $(wildcard $(BUILD)/tests/*.d)

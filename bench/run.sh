@@ -9,6 +9,7 @@
 # --slow-rates, default all: minutes per 256 MiB pair here) and peak RSS, for:
 #   dcr (all cores and 1 thread), zstd -3 --patch-from, zstd -19 --long=31
 #   --patch-from, xdelta3 -9, XOR of the whole file then zstd -3 (Fireworks' ARC2),
+# dcr's in-place apply (--verify full and chunk) beside its copy apply,
 # with two I/O ceilings (cp of the target; dd of as many zeros into a new file),
 # reports throughput as a fraction of this machine's memcpy bandwidth, and adds
 # `dcr bench` on the same pair for validate speeds. Inputs sit in the page cache
@@ -65,6 +66,23 @@ time_cmd() {
     { v[NR] = $1 } END { printf "%s %s %s %d\n", v[int((NR + 1) / 2)], v[1], v[NR], rss }'
 }
 
+# time_in_place N BASE WORK CMD... -> as time_cmd, for a command that patches WORK in
+# place: before each run, untimed, WORK is made a fresh copy of BASE.
+time_in_place() {
+  local n=$1 base=$2 work_file=$3; shift 3
+  local t rss=0 ts=()
+  for _ in $(seq "$n"); do
+    cp "$base" "$work_file"
+    sync
+    /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
+      echo "bench: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
+    read -r t r < "$work/time"
+    ts+=("$t"); [ "$r" -gt "$rss" ] && rss=$r
+  done
+  printf '%s\n' "${ts[@]}" | sort -g | awk -v rss="$rss" '
+    { v[NR] = $1 } END { printf "%s %s %s %d\n", v[int((NR + 1) / 2)], v[1], v[NR], rss }'
+}
+
 row() { # name size_bytes target_bytes enc(4) app(4) changed
   awk -v name="$1" -v b="$2" -v t="$3" -v em="$4" -v en="$5" -v ex="$6" -v er="$7" \
       -v am="$8" -v an="$9" -v ax="${10}" -v ar="${11}" -v ch="${12}" -v bw="$bw" 'BEGIN {
@@ -97,6 +115,12 @@ for size in $sizes; do
       a=$(time_cmd "$runs" "$work/out" $dcr apply "$b" "$work/x.dcr" -o "$work/out" -f -q --no-sync --threads "$th")
       cmp "$work/out" "$t"
       row "dcr (--threads $th)" "$(stat -c %s "$work/x.dcr")" "$tbytes" $e $a "$changed"
+      for level in full chunk; do
+        echo "bench: dcr apply --in-place --verify $level --threads $th" >&2
+        a=$(time_in_place "$runs" "$b" "$work/w" $dcr apply --in-place "$work/w" "$work/x.dcr" -q --no-sync --verify "$level" --threads "$th")
+        cmp "$work/w" "$t"
+        row "dcr apply --in-place --verify $level (--threads $th)" "$(stat -c %s "$work/x.dcr")" "$tbytes" 0 0 0 0 $a "$changed"
+      done
     done
     # zstd 1.5 refuses --patch-from inputs over 2 GB ("Can't handle files larger than 2 GB")
     if [ "$tbytes" -gt 2147483648 ] || [ "$(stat -c %s "$b")" -gt 2147483648 ]; then

@@ -87,6 +87,12 @@ int cli_check_output(const char *path, int force);
 /* Opens a bundle from a path or "-" (read whole into memory). */
 int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d);
 
+/* After the error line of DCR_E_BASE_MISMATCH (input given as a base) or
+ * DCR_E_TARGET_MISMATCH (input given as a target), prints on stderr the states the
+ * bundle names, the input's state, the bundle's metadata and a hint; reads the
+ * whole input. Other codes print nothing (explain.c). */
+void cli_explain_mismatch(dcr_reader *r, const char *input_path, int code);
+
 /* Human sizes: "1.23 MiB". */
 const char *cli_bytes(uint64_t n, char buf[32]);
 void cli_hex(const uint8_t *p, size_t n, char *out);
@@ -95,6 +101,7 @@ int cmd_encode(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_id(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

@@ -1,23 +1,59 @@
 /*
- * cmd_apply.c - dcr apply BASE BUNDLE -o OUT
+ * cmd_apply.c - dcr apply BASE BUNDLE... -o OUT, and dcr apply --in-place CKPT
+ * BUNDLE...: one bundle or a chain of them (a series), copied to a new file or
+ * patched into the checkpoint where it lies.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 static const char usage[] =
-    "Usage: dcr apply BASE BUNDLE -o OUT [OPTIONS]\n"
+    "Usage: dcr apply BASE BUNDLE... -o OUT [OPTIONS]\n"
+    "       dcr apply --in-place CKPT BUNDLE... [OPTIONS]\n"
     "Rebuild the target checkpoint from BASE and BUNDLE, byte for byte. OUT appears\n"
     "only once every hash has matched; on any failure nothing is left at OUT.\n"
-    "BUNDLE may be - for standard input, OUT - for standard output.\n\n"
-    "  -o, --output OUT     where to write the target (required)\n"
+    "Several bundles are a series, applied in one run without intermediate files:\n"
+    "each must apply to the state the previous one makes (checked before anything is\n"
+    "written). A checkpoint that already is a bundle's target is left as it is.\n"
+    "BUNDLE may be - for standard input (one bundle), OUT - for standard output.\n\n"
+    "  -o, --output OUT     where to write the target\n"
+    "  -i, --in-place       patch CKPT where it lies, writing only changed chunks,\n"
+    "                       through a crash-safe journal (CKPT.dcr-journal); a run\n"
+    "                       that finds a journal left by a crash finishes it first.\n"
+    "                       Needs the target's layout to be the base's\n"
+    "      --verify LEVEL   in-place and series steps: full (default: every tensor\n"
+    "                       hash, reads the whole checkpoint), chunk (checksums of\n"
+    "                       the changed chunks only), none (trusted: no checks; a\n"
+    "                       bundle applied twice corrupts the checkpoint)\n"
     "      --threads N      worker threads (default: all cores)\n"
-    "      --no-sync        do not fsync OUT before renaming it into place\n"
-    "  -f, --force          replace OUT if it exists\n";
+    "      --no-sync        no fsync: survives a killed process, not a power loss\n"
+    "  -f, --force          replace OUT if it exists\n" CLI_COMMON_HELP;
+
+typedef struct {
+  const char *path;
+  dcr_reader *r;
+  void *mem;
+} bundle;
+
+typedef struct {
+  bundle *b;
+  int n, verify, sync, quiet;
+  unsigned threads;
+  cli_progress_state progress;
+  cli_common common;
+} job;
+
+static int parse_verify(const char *s, int *level) {
+  static const char *names[] = {"full", "chunk", "none"};
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(s, names[i])) return *level = i, 0; /* DCR_VERIFY_* are 0, 1, 2 */
+  return -1;
+}
 
 /* Standard output gets the target only after it has been checked, so it goes to a
  * temporary file first. */
@@ -33,78 +69,258 @@ static int copy_to_stdout(const char *path) {
   return ok ? CLI_OK : CLI_IO;
 }
 
+static void print_meta(dcr_reader *r) {
+  dcr_bundle_info info;
+  dcr_reader_info(r, &info);
+  if (!info.meta_count) return;
+  fprintf(stderr, "  its metadata:");
+  for (uint64_t i = 0; i < info.meta_count; i++) {
+    dcr_meta m;
+    dcr_reader_meta(r, i, &m);
+    fprintf(stderr, " %s=%s", m.key, m.value);
+  }
+  fputc('\n', stderr);
+}
+
+/* Every bundle must apply to the state the one before it makes: checked before
+ * any byte is written, with both state ids in the message. */
+static int check_chain(const job *j) {
+  for (int i = 1; i < j->n; i++) {
+    dcr_bundle_info prev, cur;
+    dcr_reader_info(j->b[i - 1].r, &prev);
+    dcr_reader_info(j->b[i].r, &cur);
+    if (!memcmp(prev.target_state, cur.base_state, 16)) continue;
+    char want[33], got[33];
+    cli_hex(prev.target_state, 16, want);
+    cli_hex(cur.base_state, 16, got);
+    fprintf(stderr, "dcr: %s: DCR_E_BASE_MISMATCH: the series is out of order: this bundle "
+            "applies to state %s, but %s makes state %s\n", j->b[i].path, got, j->b[i - 1].path, want);
+    print_meta(j->b[i].r);
+    return CLI_INVALID;
+  }
+  return CLI_OK;
+}
+
+static int report(const job *j, const char *input, int i, int err, const dcr_detail *d) {
+  cli_report(j->b[i].path, err, d);
+  if (err == DCR_E_BASE_MISMATCH) cli_explain_mismatch(j->b[i].r, input, err);
+  return cli_exit_code(err);
+}
+
+static int patch_one(job *j, int i, const char *path, dcr_patch_stats *st) {
+  dcr_patch *p;
+  dcr_detail d;
+  int err = dcr_patch_create(&p, j->b[i].r, &d);
+  if (!err) {
+    dcr_patch_set_verify(p, j->verify);
+    dcr_patch_set_threads(p, j->threads);
+    dcr_patch_set_sync(p, j->sync);
+    dcr_patch_set_cancel(p, &cli_interrupted);
+    if (j->common.progress) dcr_patch_set_progress(p, cli_progress, &j->progress);
+    err = dcr_patch_file(p, path, &d);
+    cli_progress_end(&j->progress);
+    dcr_patch_stats_get(p, st, sizeof *st);
+    dcr_patch_free(p);
+  }
+  return err ? report(j, path, i, err, &d) : CLI_OK;
+}
+
+/* Where a series resumes: the bundle whose base is the checkpoint's state, after a
+ * run that stopped part way (or j->n when it is at the last target). */
+static int find_start(const job *j, const char *path, int *start) {
+  dcr_bundle_info first;
+  dcr_reader_info(j->b[0].r, &first);
+  dcr_checkpoint *ck;
+  dcr_detail d;
+  uint8_t state[16];
+  int err = dcr_checkpoint_open(&ck, path, first.kind, NULL, &d);
+  if (!err) err = dcr_checkpoint_state_id(ck, j->threads, state, &d);
+  dcr_checkpoint_free(ck);
+  if (err) return cli_report(path, err, &d), cli_exit_code(err);
+  for (int i = 0; i < j->n; i++) {
+    dcr_bundle_info info;
+    dcr_reader_info(j->b[i].r, &info);
+    if (!memcmp(info.base_state, state, 16)) return *start = i, CLI_OK;
+    if (i == j->n - 1 && !memcmp(info.target_state, state, 16)) return *start = j->n, CLI_OK;
+  }
+  char has[33], want[33];
+  cli_hex(state, 16, has);
+  cli_hex(first.base_state, 16, want);
+  fprintf(stderr, "dcr: %s: DCR_E_BASE_MISMATCH: its state %s is not the base of any bundle of "
+          "the series (the first applies to %s)\n", path, has, want);
+  return CLI_INVALID;
+}
+
+static int run_in_place(job *j, const char *ckpt) {
+  int start = 0, rc = CLI_OK, recovered = 0;
+  dcr_patch_stats st = {0}, total = {0};
+  if (j->n > 1) {
+    /* A series finishes a journal of whichever bundle was interrupted before it
+     * looks for where it stands. */
+    dcr_detail d;
+    int err = dcr_journal_recover(ckpt, j->sync, &recovered, &d);
+    if (err) return cli_report(ckpt, err, &d), cli_exit_code(err);
+    if ((rc = find_start(j, ckpt, &start))) return rc;
+  }
+  for (int i = start; i < j->n && !rc; i++) {
+    rc = patch_one(j, i, ckpt, &st);
+    total.recovered |= st.recovered;
+    total.already_target += st.already_target;
+    total.chunks_patched += st.chunks_patched;
+    total.bytes_written += st.bytes_written;
+    if (st.journal_bytes > total.journal_bytes) total.journal_bytes = st.journal_bytes;
+  }
+  if (rc || j->quiet) return rc;
+  char a[32], b[32];
+  if (recovered || total.recovered)
+    fprintf(stderr, "%s: finished an apply that had been interrupted (from its journal)\n", ckpt);
+  if (start == j->n || (j->n - start == 1 && total.already_target))
+    fprintf(stderr, "%s: already at the target; nothing to do\n", ckpt);
+  else
+    fprintf(stderr, "%s: patched in place (%d bundle%s, %llu chunks, %s written, journal %s), "
+            "target state %s\n", ckpt, j->n - start, j->n - start == 1 ? "" : "s",
+            (unsigned long long)total.chunks_patched, cli_bytes(total.bytes_written, a),
+            cli_bytes(total.journal_bytes, b),
+            j->verify == 0 ? "verified" : j->verify == 1 ? "checked chunk by chunk" : "not checked");
+  return rc;
+}
+
+/* A copy: the first bundle into a temporary file beside OUT, the rest patched into
+ * it (or copied again when a bundle changes the layout), then renamed into place. */
+static int run_copy(job *j, const char *base, const char *out, const char *dest) {
+  char tmp[4200];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.dcr-series-XXXXXX", dest) >= sizeof tmp)
+    return fprintf(stderr, "dcr: %s: path too long\n", dest), CLI_USAGE;
+  int fd = j->n > 1 ? mkstemp(tmp) : -1;
+  if (j->n > 1 && fd < 0)
+    return fprintf(stderr, "dcr: %s: DCR_E_IO: cannot create a temporary file: %s\n", tmp,
+                   strerror(errno)), CLI_IO;
+  if (fd >= 0) close(fd);
+  const char *step_out = j->n > 1 ? tmp : dest;
+  dcr_apply_options opt;
+  dcr_apply_options_default(&opt);
+  opt.threads = j->threads;
+  opt.sync = j->sync && j->n == 1;
+  opt.cancel = &cli_interrupted;
+  if (j->common.progress) opt.progress = cli_progress, opt.progress_opaque = &j->progress;
+  dcr_detail d;
+  int err = dcr_apply(j->b[0].r, base, step_out, &opt, &d), rc = CLI_OK;
+  cli_progress_end(&j->progress);
+  if (err) rc = report(j, base, 0, err, &d);
+  for (int i = 1; i < j->n && !rc; i++) {
+    dcr_patch_stats st;
+    dcr_patch *p;
+    err = dcr_patch_create(&p, j->b[i].r, &d);
+    if (!err) {
+      dcr_patch_set_verify(p, j->verify);
+      dcr_patch_set_threads(p, j->threads);
+      dcr_patch_set_sync(p, 0); /* nothing is visible until the rename below */
+      dcr_patch_set_cancel(p, &cli_interrupted);
+      err = dcr_patch_file(p, tmp, &d);
+      dcr_patch_stats_get(p, &st, sizeof st);
+      dcr_patch_free(p);
+    }
+    if (err == DCR_E_ARGUMENT) /* a layout change: this step is a copy */
+      err = dcr_apply(j->b[i].r, tmp, tmp, &opt, &d);
+    if (err) rc = report(j, i == 1 ? base : tmp, i, err, &d);
+  }
+  if (j->n > 1 && !rc) {
+    opt.sync = j->sync;
+    FILE *f = j->sync ? fopen(tmp, "rb+") : NULL;
+    if (j->sync && (!f || fsync(fileno(f))))
+      rc = (fprintf(stderr, "dcr: %s: DCR_E_IO: fsync failed: %s\n", tmp, strerror(errno)), CLI_IO);
+    if (f) fclose(f);
+    if (!rc && rename(tmp, dest))
+      rc = (fprintf(stderr, "dcr: %s: DCR_E_IO: cannot rename into place: %s\n", dest,
+                    strerror(errno)), CLI_IO);
+  }
+  if (j->n > 1 && rc) unlink(tmp);
+  if (!rc && !j->quiet && strcmp(out, "-")) {
+    dcr_bundle_info info;
+    char a[32];
+    dcr_reader_info(j->b[j->n - 1].r, &info);
+    fprintf(stderr, "%s: %s, target state verified\n", out, cli_bytes(info.target_size, a));
+  }
+  return rc;
+}
+
 int cmd_apply(int argc, char **argv) {
+  enum { OPT_VERIFY = 2000 };
   static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
                                         {"output", required_argument, NULL, 'o'},
                                         {"force", no_argument, NULL, 'f'},
+                                        {"in-place", no_argument, NULL, 'i'},
+                                        {"verify", required_argument, NULL, OPT_VERIFY},
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
                                         {NULL, 0, NULL, 0}};
-  cli_common common;
-  cli_common_init(&common);
-  dcr_apply_options opt;
-  dcr_apply_options_default(&opt);
+  job j = {.verify = 0, .sync = 1, .progress = {"applying", 0, 0}};
+  cli_common_init(&j.common);
   const char *out = NULL;
-  int force = 0, c, stop = 0;
+  int force = 0, in_place = 0, c, stop = 0;
   uint64_t v;
-  while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:f", longs, NULL)) != -1) {
-    if (cli_common_option(&common, c, usage, &stop)) {
+  while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:fi", longs, NULL)) != -1) {
+    if (cli_common_option(&j.common, c, usage, &stop)) {
       if (stop) return CLI_OK;
       continue;
     }
     switch (c) {
       case 'o': out = optarg; break;
       case 'f': force = 1; break;
+      case 'i': in_place = 1; break;
+      case OPT_VERIFY:
+        if (parse_verify(optarg, &j.verify))
+          return cli_usage("apply", "bad --verify '%s' (full, chunk or none)", optarg);
+        break;
       case OPT_THREADS:
         if (cli_parse_uint(optarg, 1024, &v)) return cli_usage("apply", "bad --threads '%s'", optarg);
-        opt.threads = (unsigned)v;
+        j.threads = (unsigned)v;
         break;
-      case OPT_NO_SYNC: opt.sync = 0; break;
+      case OPT_NO_SYNC: j.sync = 0; break;
       default: return cli_usage("apply", "invalid option");
     }
   }
-  if (argc - optind != 2) return cli_usage("apply", "expected BASE and BUNDLE");
-  if (!out) return cli_usage("apply", "missing -o OUT");
-  int rc = cli_check_output(out, force);
+  j.quiet = j.common.quiet;
+  if (argc - optind < 2)
+    return cli_usage("apply", in_place ? "expected CKPT and BUNDLE" : "expected BASE and BUNDLE");
+  if (in_place && out) return cli_usage("apply", "--in-place writes CKPT itself; drop -o");
+  if (!in_place && !out) return cli_usage("apply", "missing -o OUT (or --in-place)");
+  const char *base = argv[optind];
+  j.n = argc - optind - 1;
+  for (int i = 0; i < j.n; i++)
+    if (!strcmp(argv[optind + 1 + i], "-") && j.n > 1)
+      return cli_usage("apply", "a series reads its bundles from files, not -");
+  if (in_place && !strcmp(base, "-")) return cli_usage("apply", "--in-place needs a file");
+  int rc = out ? cli_check_output(out, force) : CLI_OK;
   if (rc) return rc;
-  const char *base = argv[optind], *bundle = argv[optind + 1];
-  dcr_reader *r;
-  void *mem;
-  dcr_detail d;
-  int err = cli_open_bundle(bundle, &r, &mem, &d);
-  if (err) {
-    cli_report(bundle, err, &d);
-    free(mem);
-    return cli_exit_code(err);
+  j.b = calloc((size_t)j.n, sizeof *j.b);
+  if (!j.b) return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;
+  for (int i = 0; i < j.n && !rc; i++) {
+    dcr_detail d;
+    j.b[i].path = argv[optind + 1 + i];
+    int err = cli_open_bundle(j.b[i].path, &j.b[i].r, &j.b[i].mem, &d);
+    if (err) cli_report(j.b[i].path, err, &d), rc = cli_exit_code(err);
   }
-  char dir[4096], tmp[4200] = "";
-  const char *dest = out, *tmpdir = getenv("TMPDIR");
-  if (!strcmp(out, "-")) {
-    snprintf(dir, sizeof dir, "%s/dcr-apply-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(dir)) {
-      fprintf(stderr, "dcr: DCR_E_IO: cannot create a temporary directory: %s\n", strerror(errno));
-      dcr_reader_free(r), free(mem);
-      return CLI_IO;
+  if (!rc) rc = check_chain(&j);
+  if (!rc && in_place) {
+    rc = run_in_place(&j, base);
+  } else if (!rc) {
+    char dir[4096], tmp[4200] = "";
+    const char *dest = out, *tmpdir = getenv("TMPDIR");
+    if (!strcmp(out, "-")) {
+      snprintf(dir, sizeof dir, "%s/dcr-apply-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+      if (!mkdtemp(dir)) {
+        fprintf(stderr, "dcr: DCR_E_IO: cannot create a temporary directory: %s\n", strerror(errno));
+        rc = CLI_IO;
+      }
+      snprintf(tmp, sizeof tmp, "%s/target", dir);
+      dest = tmp;
     }
-    snprintf(tmp, sizeof tmp, "%s/target", dir);
-    dest = tmp;
+    if (!rc) rc = run_copy(&j, base, out, dest);
+    if (!rc && tmp[0]) rc = copy_to_stdout(tmp);
+    if (tmp[0]) unlink(tmp), rmdir(dir);
   }
-  cli_progress_state progress = {"applying", 0, 0};
-  if (common.progress) opt.progress = cli_progress, opt.progress_opaque = &progress;
-  opt.cancel = &cli_interrupted;
-  err = dcr_apply(r, base, dest, &opt, &d);
-  cli_progress_end(&progress);
-  if (err) cli_report(bundle, err, &d);
-  rc = cli_exit_code(err);
-  if (!err && tmp[0]) rc = copy_to_stdout(tmp);
-  if (tmp[0]) unlink(tmp), rmdir(dir);
-  if (!err && !common.quiet && !tmp[0]) {
-    dcr_bundle_info info;
-    char a[32];
-    dcr_reader_info(r, &info);
-    fprintf(stderr, "%s: %s, target state verified\n", out, cli_bytes(info.target_size, a));
-  }
-  dcr_reader_free(r);
-  free(mem);
+  for (int i = 0; i < j.n; i++) dcr_reader_free(j.b[i].r), free(j.b[i].mem);
+  free(j.b);
   return rc;
 }

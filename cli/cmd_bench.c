@@ -120,6 +120,128 @@ static int bench_threads(const char *base, const char *target, const char *out,
   return CLI_OK;
 }
 
+/* ---- refit: memory and in-place apply (dcr_patch) */
+
+typedef struct {
+  uint8_t *data;            /* the base file, patched in place by memory runs */
+  dcr_checkpoint *ck;
+} held;
+
+/* The resolver of a worker that holds the base file in memory: each entry's
+ * tensor at its offset, found by name (both lists are in bytewise name order). */
+static int resolve_held(void *opaque, uint64_t entry, const dcr_tensor_info *t, dcr_buffer *b) {
+  (void)entry;
+  held *h = opaque;
+  dcr_checkpoint_summary cs;
+  dcr_checkpoint_info(h->ck, &cs);
+  for (uint64_t i = 0; i < cs.tensor_count; i++) {
+    dcr_tensor_side side;
+    const char *name;
+    size_t len;
+    dcr_checkpoint_tensor(h->ck, i, &side, &name, &len);
+    if (len == t->name_length && !memcmp(name, t->name, len)) {
+      b->data = h->data + cs.prefix_length + side.offset;
+      b->size = side.byte_length;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static int read_all(const char *path, uint8_t **out, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f || fseek(f, 0, SEEK_END)) return f ? fclose(f), -1 : -1;
+  long n = ftell(f);
+  rewind(f);
+  *out = n > 0 ? malloc((size_t)n) : NULL;
+  int ok = n > 0 && *out && fread(*out, 1, (size_t)n, f) == (size_t)n;
+  fclose(f);
+  *size = ok ? (size_t)n : 0;
+  return ok ? 0 : -1;
+}
+
+static int copy_file(const uint8_t *data, size_t size, const char *path) {
+  FILE *f = fopen(path, "wb");
+  int ok = f && fwrite(data, 1, size, f) == size;
+  if (f) ok = !fclose(f) && ok;
+  return ok ? 0 : -1;
+}
+
+/* One line per thread count: memory apply at each level, and in-place file apply
+ * at full and chunk level, in GB/s of checkpoint; trusted also in changed
+ * elements per second; the journal's size as a share of the checkpoint. */
+static int bench_refit(const uint8_t *pristine, size_t size, const char *base, dcr_reader *r,
+                       const char *work, uint64_t changed, unsigned threads, int runs) {
+  static const int levels[5] = {DCR_VERIFY_FULL, DCR_VERIFY_CHUNK, DCR_VERIFY_NONE,
+                                DCR_VERIFY_FULL, DCR_VERIFY_CHUNK};
+  double t[5][16];
+  held h = {.data = malloc(size)};
+  dcr_patch *p = NULL;
+  dcr_patch_stats st = {0};
+  dcr_detail d;
+  int rc = h.data ? dcr_checkpoint_open(&h.ck, base, DCR_KIND_SAFETENSORS, NULL, &d) : DCR_E_NOMEM;
+  if (!rc) rc = dcr_patch_create(&p, r, &d);
+  if (!rc) dcr_patch_set_threads(p, threads), dcr_patch_set_sync(p, 0);
+  for (int k = 0; k < 5 && !rc; k++) {
+    dcr_patch_set_verify(p, levels[k]);
+    for (int run = 0; run < runs && !rc; run++) {
+      if (k < 3) memcpy(h.data, pristine, size); /* not timed: back to the base */
+      else if (copy_file(pristine, size, work))
+        rc = (snprintf(d.message, sizeof d.message, "cannot write the work file"), DCR_E_IO);
+      double t0 = now();
+      if (!rc) rc = k < 3 ? dcr_patch_memory(p, resolve_held, &h, &d) : dcr_patch_file(p, work, &d);
+      t[k][run] = now() - t0;
+      if (k == 3) dcr_patch_stats_get(p, &st, sizeof st);
+    }
+  }
+  if (rc) {
+    cli_report(NULL, rc, &d);
+  } else {
+    double gb = (double)size / 1e9, none = median(t[2], runs);
+    printf("%7u %9.2f %9.2f %9.2f %10.1f %9.2f %9.2f %8.3f%%\n", threads, gb / median(t[0], runs),
+           gb / median(t[1], runs), gb / none, (double)changed / none / 1e6,
+           gb / median(t[3], runs), gb / median(t[4], runs),
+           100.0 * (double)st.journal_bytes / (double)size);
+  }
+  dcr_patch_free(p);
+  dcr_checkpoint_free(h.ck);
+  free(h.data);
+  return cli_exit_code(rc);
+}
+
+/* The refit table: the pair's bundle patched into the base held in memory, and
+ * into a copy of the base file, for each thread count. */
+static int bench_refits(const char *base, const char *target, const char *dir,
+                        const dcr_encode_options *eo, const unsigned *threads, unsigned nthreads,
+                        int runs) {
+  membuf m = {0};
+  dcr_encode_stats es;
+  dcr_detail d;
+  dcr_reader *r = NULL;
+  uint8_t *pristine = NULL;
+  size_t size = 0;
+  char work[4200];
+  snprintf(work, sizeof work, "%s/work", dir);
+  int rc = dcr_encode(base, target, eo, mem_write, &m, &es, &d);
+  if (!rc) rc = dcr_reader_open_memory(&r, m.data, m.size, NULL, &d);
+  if (!rc && read_all(base, &pristine, &size))
+    rc = (snprintf(d.message, sizeof d.message, "cannot read the base"), DCR_E_IO);
+  if (rc) {
+    cli_report(NULL, rc, &d);
+  } else {
+    printf("\nrefit (dcr_patch): GB/s of checkpoint; in-place is a file in the page cache, no fsync\n"
+           "%7s %9s %9s %9s %10s %9s %9s %9s\n", "threads", "mem full", "mem chunk", "mem none",
+           "none Mel/s", "inp full", "inp chunk", "journal");
+    for (unsigned i = 0; i < nthreads && !rc; i++)
+      rc = bench_refit(pristine, size, base, r, work, es.changed_elements, threads[i], runs) ? 1 : 0;
+  }
+  unlink(work);
+  dcr_reader_free(r);
+  free(m.data);
+  free(pristine);
+  return rc ? cli_exit_code(rc) : CLI_OK;
+}
+
 int cmd_bench(int argc, char **argv) {
   static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
                                         {"size", required_argument, NULL, OPT_SIZE},
@@ -208,6 +330,7 @@ int cmd_bench(int argc, char **argv) {
   for (unsigned i = 0; i < nthreads && !rc; i++)
     rc = bench_threads(base, target, out, &eo, threads[i], runs);
   unlink(out);
+  if (!rc) rc = bench_refits(base, target, dir, &eo, threads, nthreads, runs);
   if (!files) unlink(base), unlink(target);
   rmdir(dir);
   return rc;

@@ -1,17 +1,21 @@
 /*
- * cmd_inspect.c - dcr inspect BUNDLE [--json]
+ * cmd_inspect.c - dcr inspect BUNDLE|CHECKPOINT [--json]
  */
 #include <getopt.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 static const char usage[] =
-    "Usage: dcr inspect BUNDLE [--json]\n"
+    "Usage: dcr inspect BUNDLE|CHECKPOINT [--json]\n"
     "Show a bundle's header, identities, metadata, sections and, per tensor, what\n"
-    "changed and how it is encoded. The bundle's structure is checked first.\n\n"
+    "changed and how it is encoded. The bundle's structure is checked first.\n"
+    "Given a safetensors checkpoint instead, show its size, prefix length, state id\n"
+    "(SPEC.md section 7; what 'dcr id' prints) and its tensors with their hashes\n"
+    "(all of them with -v, or when there are few).\n\n"
     "      --json           print one JSON document on stdout (see README)\n";
 
 typedef struct {
@@ -160,6 +164,88 @@ static void print_json(const char *path, dcr_reader *r, const dcr_bundle_info *i
   json_decref(doc);
 }
 
+/* ---- a checkpoint (not a bundle) */
+
+#define SHORT_LIST 20 /* tensors listed without -v */
+
+static void print_checkpoint_text(const char *path, const dcr_checkpoint *ck,
+                                  const dcr_checkpoint_summary *ci, const uint8_t id[16],
+                                  int verbose) {
+  char a[32], hex[33];
+  printf("%s: %s checkpoint, %s\n", path, ci->kind == DCR_KIND_RAW ? "raw" : "safetensors",
+         cli_bytes(ci->file_size, a));
+  printf("  %llu tensor%s, prefix %llu bytes\n", (unsigned long long)ci->tensor_count,
+         ci->tensor_count == 1 ? "" : "s", (unsigned long long)ci->prefix_length);
+  cli_hex(id, 16, hex);
+  printf("  state  %s\n", hex);
+  if (!verbose && ci->tensor_count > SHORT_LIST) {
+    printf("  (-v lists the %llu tensors)\n", (unsigned long long)ci->tensor_count);
+    return;
+  }
+  printf("  %-8s %-16s %12s  %-32s  %s\n", "dtype", "shape", "bytes", "hash", "name");
+  for (uint64_t i = 0; i < ci->tensor_count; i++) {
+    dcr_tensor_side s;
+    const char *name;
+    size_t n;
+    char shape[64];
+    dcr_checkpoint_tensor(ck, i, &s, &name, &n);
+    shape_text(&s, shape, sizeof shape);
+    cli_hex(s.hash, 16, hex);
+    printf("  %-8s %-16s %12llu  %s  %.*s\n", dcr_dtype_name(s.dtype), shape,
+           (unsigned long long)s.byte_length, hex, (int)n, name);
+  }
+}
+
+static void print_checkpoint_json(const char *path, const dcr_checkpoint *ck,
+                                  const dcr_checkpoint_summary *ci, const uint8_t id[16]) {
+  char hex[33];
+  cli_hex(id, 16, hex);
+  json_t *tensors = json_array();
+  for (uint64_t i = 0; i < ci->tensor_count; i++) {
+    dcr_tensor_side s;
+    const char *name;
+    size_t n;
+    dcr_checkpoint_tensor(ck, i, &s, &name, &n);
+    json_t *o = json_pack("{s:s%}", "name", name, n), *side = side_json(&s, 1);
+    json_object_update(o, side);
+    json_decref(side);
+    json_array_append_new(tensors, o);
+  }
+  json_t *doc = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:o}", "file", path, "kind",
+                          ci->kind == DCR_KIND_RAW ? "raw" : "safetensors", "file_size",
+                          (json_int_t)ci->file_size, "prefix_length",
+                          (json_int_t)ci->prefix_length, "tensor_count",
+                          (json_int_t)ci->tensor_count, "state_id", hex, "tensors", tensors);
+  json_dumpf(doc, stdout, JSON_INDENT(2));
+  fputc('\n', stdout);
+  json_decref(doc);
+}
+
+/* A file that is not a bundle (DCR_E_MAGIC, in *bundle_error) may be a
+ * safetensors checkpoint: show that, or report the bundle's error. */
+static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, int json,
+                              int verbose) {
+  dcr_checkpoint *ck;
+  dcr_detail d;
+  uint8_t id[16];
+  int err = dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, NULL, &d);
+  if (err) {
+    cli_report(path, DCR_E_MAGIC, bundle_error);
+    fprintf(stderr, "  (nor a safetensors checkpoint: %s: %s)\n", dcr_error_name(err), d.message);
+    return cli_exit_code(DCR_E_MAGIC);
+  }
+  /* Nothing is written: an interrupt may end the hashing where it stands. */
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  dcr_checkpoint_summary ci;
+  dcr_checkpoint_info(ck, &ci);
+  if ((err = dcr_checkpoint_state_id(ck, 0, id, &d))) cli_report(path, err, &d);
+  else if (json) print_checkpoint_json(path, ck, &ci, id);
+  else print_checkpoint_text(path, ck, &ci, id, verbose);
+  dcr_checkpoint_free(ck);
+  return cli_exit_code(err);
+}
+
 int cmd_inspect(int argc, char **argv) {
   static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
                                         {"json", no_argument, NULL, OPT_JSON},
@@ -181,6 +267,7 @@ int cmd_inspect(int argc, char **argv) {
   void *mem;
   dcr_detail d;
   int err = cli_open_bundle(path, &r, &mem, &d);
+  if (err == DCR_E_MAGIC && strcmp(path, "-")) return inspect_checkpoint(path, &d, json, common.verbose);
   if (err) {
     cli_report(path, err, &d);
     free(mem);

@@ -108,9 +108,12 @@ int cmd_validate(int argc, char **argv) {
   if (structure) dcr_reader_set_threads(r, aopt.threads);
   rp.stage = "chunks";
   int chunks = structure && dcr_reader_verify_all(r, record_chunk, &rp) == DCR_OK;
-  int base_ok = chunks && base && check(&rp, "base", dcr_apply(r, base, NULL, &aopt, &d), &d);
-  int target_ok =
-      chunks && target && check(&rp, "target", dcr_check_target(r, target, &aopt, &d), &d);
+  int base_rc = chunks && base ? dcr_apply(r, base, NULL, &aopt, &d) : DCR_OK;
+  int base_ok = chunks && base && check(&rp, "base", base_rc, &d);
+  if (!json && base_rc == DCR_E_BASE_MISMATCH) cli_explain_mismatch(r, base, base_rc);
+  int target_rc = chunks && target ? dcr_check_target(r, target, &aopt, &d) : DCR_OK;
+  int target_ok = chunks && target && check(&rp, "target", target_rc, &d);
+  if (!json && target_rc == DCR_E_TARGET_MISMATCH) cli_explain_mismatch(r, target, target_rc);
   int valid = rp.worst == CLI_OK;
   if (json) {
     json_t *doc = json_pack("{s:s, s:b, s:o}", "file", rp.bundle, "valid", valid, "errors",

@@ -13,7 +13,8 @@ static const struct {
     {"encode", cmd_encode, "make a bundle from a base and a target checkpoint"},
     {"apply", cmd_apply, "rebuild the target from the base and a bundle"},
     {"validate", cmd_validate, "check a bundle, and that it fits a base or target"},
-    {"inspect", cmd_inspect, "show a bundle's header, manifest and changes"},
+    {"inspect", cmd_inspect, "show a bundle's header, manifest and changes, or a checkpoint's"},
+    {"id", cmd_id, "print or check checkpoints' state ids (sha256sum style)"},
     {"synth", cmd_synth, "write a realistic sample base/target pair"},
     {"bench", cmd_bench, "measure bundle size and encode/apply/validate speed"},
 };

@@ -81,6 +81,10 @@ static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, siz
    * the element-by-element loop only to say which one. */
   if (!chunk && (op == DCR__OP_OVERWRITE || dcr__planes_nonzero(planes, count, esize) == count))
     return DCR_OK;
+  if (chunk && op != DCR__OP_OVERWRITE && dcr__planes_nonzero(planes, count, esize) == count) {
+    dcr__scatter(chunk, dd->pos, planes, count, esize, op);
+    return DCR_OK;
+  }
   for (size_t i = 0; i < count; i++) {
     uint8_t *e = chunk ? chunk + (size_t)dd->pos[i] * esize : NULL;
     uint8_t v[8], any = 0, same = 1;
@@ -104,8 +108,9 @@ static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, siz
   return DCR_OK;
 }
 
-int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,
-                      size_t length, unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
+int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,
+                       size_t length, unsigned esize, size_t n, const uint8_t **planes,
+                       dcr_detail *d) {
   if (c->compression > DCR_COMP_ZSTD)
     return dcr__fail(d, DCR_E_ENCODING, "unknown compression %u", c->compression);
   if (c->encoding < DCR_ENC_XOR_DENSE || c->encoding >= DCR_ENC_COUNT)
@@ -114,19 +119,31 @@ int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t
    * sized for n overflow. */
   if (c->count == 0 || c->count > n)
     return dcr__fail(d, DCR_E_INDEX, "count %u outside 1..%zu", c->count, n);
-  int is_sparse = dcr__enc_sparse(c->encoding), op = dcr__enc_op(c->encoding);
-  size_t k = is_sparse ? c->count : n;
+  int is_sparse = dcr__enc_sparse(c->encoding);
+  size_t k = is_sparse ? c->count : n, plane_bytes;
   input in = {data, length};
-  const uint8_t *planes;
-  size_t plane_bytes;
   int rc = DCR_OK;
   if (is_sparse && (rc = read_positions(dd, &in, c->compression, c->count, n, d))) return rc;
-  if ((rc = next_stream(dd, &in, c->compression, k * esize, 0, dd->planes, &planes,
-                        &plane_bytes, d)))
+  if ((rc = next_stream(dd, &in, c->compression, k * esize, 0, dd->planes, planes, &plane_bytes,
+                        d)))
     return rc;
   if (in.left)
     return dcr__fail(d, DCR_E_ENCODING, "%zu bytes left after the last stream", in.left);
-  if (is_sparse) return apply_sparse(dd, planes, k, esize, op, chunk, d);
+  return DCR_OK;
+}
+
+int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,
+                      size_t length, unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
+  const uint8_t *planes;
+  int rc = dcr__chunk_streams(dd, c, data, length, esize, n, &planes, d);
+  return rc ? rc : dcr__apply_streams(dd, c, planes, esize, n, chunk, d);
+}
+
+int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *planes,
+                       unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
+  int op = dcr__enc_op(c->encoding);
+  size_t k = dcr__enc_sparse(c->encoding) ? c->count : n;
+  if (dcr__enc_sparse(c->encoding)) return apply_sparse(dd, planes, k, esize, op, chunk, d);
   /* The spare position buffer holds joined elements, so that a chunk is untouched
    * when a check fails. */
   uint8_t *joined = dd->pos_stream;

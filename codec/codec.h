@@ -35,6 +35,16 @@ DCR_HIDDEN void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t
                                 size_t count, unsigned esize);
 /* One element: elem = key^-1(key(elem) + unzigzag(z)). */
 DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize);
+/* The order-preserving key of an unsigned T (its own inverse) and the zigzag map. */
+#define DCR__KEY(T, u) ((T)((u) ^ ((T)((u) >> (sizeof(T) * 8 - 1)) * (T)((T)~(T)0 >> 1))))
+#define DCR__ZIGZAG(T, d) ((T)(((T)(d) << 1) ^ (T)(0 - (T)((d) >> (sizeof(T) * 8 - 1)))))
+#define DCR__UNZIGZAG(T, z) ((T)(((T)(z) >> 1) ^ (T)(0 - (T)((z) & 1))))
+
+/* ---- scatter.c: sparse values applied at their positions, the hot loop of a
+ * patch in memory; op is DCR__OP_XOR or DCR__OP_DELTA, planes as §9.1 lays them
+ * out (count elements). */
+DCR_HIDDEN void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t *planes,
+                             size_t count, unsigned esize, int op);
 
 /* ---- positions.c: position streams (§9.1) */
 /* The longest position stream in an n-element chunk: the parameter byte, then at
@@ -98,7 +108,19 @@ typedef struct {
 
 DCR_HIDDEN int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size);
 DCR_HIDDEN void dcr__chunk_decoder_free(dcr__chunk_decoder *dd);
-/* Decodes `data` (the encoded data after the chunk record) for a chunk of n
+/* Decodes the streams of `data` (the encoded data after the chunk record) for a
+ * chunk of n elements: positions into dd->pos (sparse encodings), and the value
+ * planes, *planes (c->count planes' elements when sparse, n when dense). Checks
+ * the rules of §9 that need neither the values' meaning nor a chunk. */
+DCR_HIDDEN int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
+                                  const uint8_t *data, size_t length, unsigned esize, size_t n,
+                                  const uint8_t **planes, dcr_detail *d);
+/* The values' rules of §9 for streams decoded by dcr__chunk_streams and, if
+ * `chunk` is not NULL, applies them to chunk's bytes in place. */
+DCR_HIDDEN int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
+                                  const uint8_t *planes, unsigned esize, size_t n,
+                                  uint8_t *chunk, dcr_detail *d);
+/* Both: decodes `data` (the encoded data after the chunk record) for a chunk of n
  * elements and, if `chunk` is not NULL, applies it to chunk's bytes in place.
  * Checks every rule of §9 that the presence or absence of `chunk` allows. */
 DCR_HIDDEN int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c,
@@ -111,6 +133,9 @@ DCR_HIDDEN int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c,
 /* Writes the 16-byte digests of the pieces of p[0..bytes) to out (room for
  * DCR__PIECES(bytes) of them) and returns how many there are. */
 DCR_HIDDEN size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out);
+/* dcr__pieces, and a copy of the bytes to dst made piece by piece while each is
+ * in cache: one read of src instead of two. */
+DCR_HIDDEN size_t dcr__pieces_copy(uint8_t *dst, const uint8_t *src, size_t bytes, uint8_t *out);
 /* A chunk's base or target check from its piece digests. */
 DCR_HIDDEN uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count);
 DCR_HIDDEN void dcr__digest128(XXH3_state_t *st, uint8_t out[16]);
@@ -156,7 +181,7 @@ typedef struct {             /* one chunk's result, handed to a driver's hooks *
 typedef struct {
   dcr_reader *r;
   int verify;       /* dcr_verify: NONE skips base_check and target_check */
-  int changed_only; /* only the CHNK sections, in index order; no tensor hashes */
+  int changed_only; /* only changed chunks (in file order too); no tensor hashes */
   int as_target;    /* the input is taken to be the target already (§10.2) */
   unsigned threads; /* 0 = all online cores */
   const volatile int *cancel;
@@ -177,6 +202,8 @@ typedef struct dcr__pass dcr__pass;
 /* Builds the jobs, threads and buffers (*pass is set even on failure, for free). */
 DCR_HIDDEN int dcr__pass_init(dcr__pass **pass, const dcr__pass_spec *spec, dcr_detail *d);
 DCR_HIDDEN size_t dcr__pass_slots(const dcr__pass *pass);
+/* Bytes of input the pass reads: every target chunk, or the changed ones. */
+DCR_HIDDEN uint64_t dcr__pass_bytes(const dcr__pass *pass);
 /* Runs every job; the first failure in job order is the answer. Tensor hashes are
  * checked unless changed_only or verify is NONE. Can run more than once. */
 DCR_HIDDEN int dcr__pass_run(dcr__pass *pass, dcr_detail *d);

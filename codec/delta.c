@@ -10,9 +10,9 @@
  */
 #include "codec.h"
 
-#define KEY(T, u) ((T)((u) ^ ((T)((u) >> (sizeof(T) * 8 - 1)) * (T)((T)~(T)0 >> 1))))
-#define ZIGZAG(T, d) ((T)(((T)(d) << 1) ^ (T)(0 - (T)((d) >> (sizeof(T) * 8 - 1)))))
-#define UNZIGZAG(T, z) ((T)(((T)(z) >> 1) ^ (T)(0 - (T)((z) & 1))))
+#define KEY DCR__KEY
+#define ZIGZAG DCR__ZIGZAG
+#define UNZIGZAG DCR__UNZIGZAG
 
 #define MAKE(T)                                                        \
   for (size_t i = 0; i < count; i++) {                                 \

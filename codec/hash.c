@@ -24,6 +24,16 @@ size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out) {
   return count;
 }
 
+size_t dcr__pieces_copy(uint8_t *dst, const uint8_t *src, size_t bytes, uint8_t *out) {
+  size_t count = 0;
+  for (size_t at = 0; at < bytes; at += DCR__PIECE, count++) {
+    size_t n = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
+    dcr__pieces(src + at, n, out + 16 * count);
+    memcpy(dst + at, src + at, n); /* from L1, where hashing just brought it */
+  }
+  return count;
+}
+
 uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count) {
   return XXH3_64bits(pieces, 16 * count);
 }

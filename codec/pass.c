@@ -93,17 +93,10 @@ static int by_target_offset(const void *x, const void *y, void *ctx) {
 
 /* Every target chunk in file order, each with its CHNK if it has one; entries with
  * no chunks get a marker so that their (empty) hash is still checked. Changed-only
- * passes take the CHNK sections alone, in index order. */
+ * passes keep the changed chunks alone. */
 static int build_jobs(dcr__pass *p, dcr_detail *d) {
   const dcr_reader *r = p->spec.r;
   const dcr__manifest *m = &r->man;
-  if (p->spec.changed_only) {
-    p->jobs = malloc((size_t)r->chunk_count * sizeof *p->jobs + 1);
-    if (!p->jobs) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
-    for (uint64_t k = 0; k < r->chunk_count; k++)
-      p->jobs[p->job_count++] = (dcr__job){r->chunks[k].tensor, r->chunks[k].chunk, k};
-    return DCR_OK;
-  }
   uint32_t *order = malloc((size_t)m->entry_count * sizeof *order + 1);
   uint64_t *first = malloc((size_t)m->entry_count * sizeof *first + 1);
   size_t n = 0, count = 0;
@@ -119,7 +112,7 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
       count += c ? (size_t)c : 1;
     }
   }
-  for (uint64_t k = p->spec.as_target ? 0 : r->chunk_count; k-- > 0;)
+  for (uint64_t k = p->spec.as_target && !p->spec.changed_only ? 0 : r->chunk_count; k-- > 0;)
     first[r->chunks[k].tensor] = k;
   qsort_r(order, n, sizeof *order, by_target_offset, m->entries);
   p->jobs = malloc(count * sizeof *p->jobs + 1);
@@ -139,6 +132,12 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
   }
   free(order);
   free(first);
+  if (p->spec.changed_only) { /* the changed chunks, still in file order */
+    size_t kept = 0;
+    for (size_t j = 0; j < p->job_count; j++)
+      if (p->jobs[j].record != DCR__NO_RECORD) p->jobs[kept++] = p->jobs[j];
+    p->job_count = kept;
+  }
   return DCR_OK;
 }
 
@@ -149,6 +148,10 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
 static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, unsigned esize) {
   int check = p->spec.verify != DCR_VERIFY_NONE;
   size_t bytes = s->chunk.bytes;
+  if (check || !p->spec.changed_only)
+    s->pieces = dcr__pieces_copy(s->out, s->chunk.input, bytes, s->input_pieces);
+  else
+    memcpy(s->out, s->chunk.input, bytes);
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check))
     return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
                      "bundle's base checksum");
@@ -157,7 +160,6 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, unsigned esi
                            (size_t)c->payload_length, &s->scratch, &s->scratch_capacity, &payload,
                            &s->detail);
   if (rc) return rc;
-  memcpy(s->out, s->chunk.input, bytes);
   rc = dcr__decode_chunk(&s->dec, c, payload + DCR__RECORD_SIZE,
                          (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize, s->out,
                          &s->detail);
@@ -205,7 +207,9 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   }
   s->chunk.input = s->chunk.result = s->input.data;
   s->chunk.result_pieces = s->input_pieces;
-  if (!rc && (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only))
+  /* A changed chunk's input is hashed as it is copied (apply_record). */
+  if (!rc && (!c || p->spec.as_target) &&
+      (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only))
     s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
   if (!rc && c)
     rc = p->spec.as_target ? check_as_target(s, c)
@@ -308,6 +312,8 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
 }
 
 size_t dcr__pass_slots(const dcr__pass *p) { return p->slot_count; }
+
+uint64_t dcr__pass_bytes(const dcr__pass *p) { return p->total; }
 
 int dcr__pass_run(dcr__pass *p, dcr_detail *d) {
   p->current = UINT32_MAX;

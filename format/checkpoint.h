@@ -45,4 +45,14 @@ DCR_HIDDEN int dcr__checkpoint_read(int fd, int kind, const dcr_limits *lim,
 
 DCR_HIDDEN void dcr__checkpoint_free(dcr__checkpoint *c);
 
+/* The public checkpoint reader (checkpoint_reader.c), shared with the codec, which
+ * hashes its tensors (codec/state_id.c). */
+struct dcr_checkpoint {
+  dcr__checkpoint ck; /* tensors' desc.hash: filled once hashed */
+  int fd;
+  char path[256];
+  int hashed;         /* 1 once every tensor hash and the state id are known */
+  uint8_t state[16];
+};
+
 #endif

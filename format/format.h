@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "common.h"
+#include "xxh.h"
 
 #define DCR__FOURCC(a, b, c, d) \
   ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
@@ -101,6 +102,11 @@ DCR_HIDDEN size_t dcr__chunk_bytes(const dcr__manifest *m, const dcr__entry *e, 
 DCR_HIDDEN size_t dcr__max_chunk_bytes(const dcr__manifest *m);
 
 /* ---- identity.c (§7) */
+/* A state id, tensor by tensor in bytewise name order, each with its hash. */
+DCR_HIDDEN void dcr__state_begin(XXH3_state_t *st);
+DCR_HIDDEN void dcr__state_add(XXH3_state_t *st, const char *name, uint16_t name_length,
+                               const dcr__desc *t);
+DCR_HIDDEN void dcr__state_end(XXH3_state_t *st, uint8_t out[16]);
 /* State id of one side (DCR__HAS_BASE or DCR__HAS_TARGET), from the entries'
  * descriptors and hashes. */
 DCR_HIDDEN void dcr__state_id(const dcr__manifest *m, unsigned side, uint8_t out[16]);
@@ -191,5 +197,8 @@ struct dcr_reader {
   dcr__metadata meta;
   unsigned threads; /* for verify: 0 = all online cores */
 };
+
+/* ---- query.c: the public views of descriptors */
+DCR_HIDDEN void dcr__tensor_side(dcr_tensor_side *out, const dcr__desc *t, int present);
 
 #endif

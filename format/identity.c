@@ -5,8 +5,13 @@
 
 #include "format.h"
 
-static void hash_desc(XXH3_state_t *st, const char *name, uint16_t name_length,
-                      const dcr__desc *t) {
+void dcr__state_begin(XXH3_state_t *st) {
+  XXH3_INITSTATE(st);
+  XXH3_128bits_reset(st);
+}
+
+void dcr__state_add(XXH3_state_t *st, const char *name, uint16_t name_length,
+                    const dcr__desc *t) {
   uint8_t buf[8];
   dcr__put16(buf, name_length);
   XXH3_128bits_update(st, buf, 2);
@@ -23,18 +28,21 @@ static void hash_desc(XXH3_state_t *st, const char *name, uint16_t name_length,
   XXH3_128bits_update(st, t->hash, 16);
 }
 
+void dcr__state_end(XXH3_state_t *st, uint8_t out[16]) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+  memcpy(out, c.digest, 16);
+}
+
 void dcr__state_id(const dcr__manifest *m, unsigned side, uint8_t out[16]) {
   XXH3_state_t st;
-  XXH3_INITSTATE(&st);
-  XXH3_128bits_reset(&st);
+  dcr__state_begin(&st);
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
     if (e->presence & side)
-      hash_desc(&st, e->name, e->name_length, side == DCR__HAS_BASE ? &e->base : &e->target);
+      dcr__state_add(&st, e->name, e->name_length, side == DCR__HAS_BASE ? &e->base : &e->target);
   }
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
-  memcpy(out, c.digest, 16);
+  dcr__state_end(&st, out);
 }
 
 size_t dcr__iden_size(const dcr__manifest *m) {

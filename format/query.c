@@ -20,7 +20,7 @@ void dcr_reader_info(const dcr_reader *r, dcr_bundle_info *info) {
   info->section_count = r->section_count;
 }
 
-static void side(dcr_tensor_side *out, const dcr__desc *t, int present) {
+void dcr__tensor_side(dcr_tensor_side *out, const dcr__desc *t, int present) {
   memset(out, 0, sizeof *out);
   if (!(out->present = present)) return;
   out->dtype = t->dtype;
@@ -35,8 +35,8 @@ void dcr_reader_tensor(const dcr_reader *r, uint64_t i, dcr_tensor_info *t) {
   const dcr__entry *e = &r->man.entries[i];
   t->name = e->name;
   t->name_length = e->name_length;
-  side(&t->base, &e->base, (e->presence & DCR__HAS_BASE) != 0);
-  side(&t->target, &e->target, (e->presence & DCR__HAS_TARGET) != 0);
+  dcr__tensor_side(&t->base, &e->base, (e->presence & DCR__HAS_BASE) != 0);
+  dcr__tensor_side(&t->target, &e->target, (e->presence & DCR__HAS_TARGET) != 0);
   t->delta_coded = dcr__entry_delta_coded(e);
 }
 

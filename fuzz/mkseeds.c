@@ -2,11 +2,14 @@
  * mkseeds.c - regenerates the seed corpora under fuzz/corpus/ (`make fuzz-seeds`).
  *
  * Makes targets against the fixed bases of fuzz_common.h, encodes them, and cuts
- * the bundles into each harness's input format. Deterministic: the same library
- * gives the same files.
+ * the bundles into each harness's input format; and apply journals, written with
+ * the library's own writer (refit/journal.c), for fuzz_journal. Deterministic: the
+ * same library gives the same files.
  */
 #include <errno.h>
+#include <sys/mman.h>
 
+#include "../refit/refit.h"
 #include "fuzz_common.h"
 
 static const char *root = "fuzz/corpus";
@@ -143,6 +146,145 @@ static void make(const char *name, const fuzz_buf *base, const fuzz_buf *target,
   fuzz_buf_free(&b);
 }
 
+/* ---- apply journals (SPEC.md §18) for fuzz_journal: made against the checkpoint
+ * that fuzz_journal.c builds for option byte 0 (JOURNAL_CKPT bytes of
+ * fuzz_pattern(JOURNAL_SEED, i): keep both in step with FUZZ_CKPT_SEED there). */
+#define JOURNAL_CKPT 6000
+#define JOURNAL_SEED 21
+
+typedef struct {
+  uint64_t offset, length;
+  int form;        /* DCR__JREC_BYTES or DCR__JREC_ELEMENTS */
+  unsigned esize;  /* ELEMENTS */
+  int zstd;        /* the compression the record must get (BYTES: chosen here) */
+} jregion;
+
+/* Writes the journal of before -> after over the regions into a file and returns
+ * its bytes in out; commit 0 leaves the trailer off. Checks that replaying it on
+ * `before` gives `after`. */
+static void journal_bytes(const uint8_t *before, const uint8_t *after, const jregion *rg,
+                          size_t count, int commit, fuzz_buf *out) {
+  const char *path = fuzz_path(2, "seed.dcr-journal");
+  static const uint8_t base_state[16] = {1, 2, 3}, target_state[16] = {4, 5, 6};
+  dcr__jwriter w;
+  dcr__jbuilder b;
+  dcr_detail d;
+  unlink(path);
+  FUZZ_ASSERT(dcr__journal_create(&w, path, JOURNAL_CKPT, base_state, target_state, NULL, &d) == DCR_OK);
+  FUZZ_ASSERT(dcr__jbuilder_init(&b, JOURNAL_CKPT) == DCR_OK);
+  ZSTD_CCtx *cctx = ZSTD_createCCtx();
+  FUZZ_ASSERT(cctx);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_dictIDFlag, 0);
+  uint8_t packed[2 * JOURNAL_CKPT];
+  for (size_t i = 0; i < count; i++) {
+    dcr__jrecord rec;
+    const uint8_t *payload;
+    if (rg[i].form == DCR__JREC_ELEMENTS) {
+      FUZZ_ASSERT(dcr__jbuilder_elements(&b, before + rg[i].offset, after + rg[i].offset,
+                                         (size_t)rg[i].length, rg[i].esize, &rec, &payload, &d) == DCR_OK);
+      FUZZ_ASSERT(rec.count && rec.compression == rg[i].zstd);
+      rec.offset += rg[i].offset;
+    } else {
+      memset(&rec, 0, sizeof rec);
+      rec.offset = rg[i].offset;
+      rec.length = rg[i].length;
+      rec.form = DCR__JREC_BYTES;
+      rec.element_size = 1;
+      rec.region_check = XXH3_64bits(after + rec.offset, (size_t)rec.length);
+      rec.stored_length = rec.length;
+      payload = after + rec.offset;
+      if (rg[i].zstd) {
+        size_t z = ZSTD_compress2(cctx, packed, sizeof packed, payload, (size_t)rec.length);
+        FUZZ_ASSERT(!ZSTD_isError(z) && z < rec.length);
+        rec.compression = DCR_COMP_ZSTD;
+        rec.stored_length = z;
+        payload = packed;
+      }
+    }
+    FUZZ_ASSERT(dcr__journal_append(&w, &rec, payload, &d) == DCR_OK);
+  }
+  if (commit) FUZZ_ASSERT(dcr__journal_commit(&w, &d) == DCR_OK);
+  close(w.fd);
+  ZSTD_freeCCtx(cctx);
+  dcr__jbuilder_free(&b);
+
+  /* it reads back, and replays before into after */
+  int fd = open(path, O_RDONLY | O_CLOEXEC), ckpt = memfd_create("seed", MFD_CLOEXEC);
+  FUZZ_ASSERT(fd >= 0 && ckpt >= 0);
+  dcr__journal j;
+  FUZZ_ASSERT(dcr__journal_read(fd, &j, &d) == DCR_OK && j.committed == commit && j.count == (commit ? count : 0));
+  if (commit) {
+    uint8_t got[JOURNAL_CKPT];
+    FUZZ_ASSERT(dcr__pwrite_full(ckpt, before, JOURNAL_CKPT, 0, &d) == DCR_OK);
+    FUZZ_ASSERT(dcr__journal_replay(&j, fd, ckpt, 1, NULL, 0, NULL, &d) == DCR_OK);
+    FUZZ_ASSERT(dcr__pread_full(ckpt, got, JOURNAL_CKPT, 0, &d) == DCR_OK);
+    FUZZ_ASSERT(!memcmp(got, after, JOURNAL_CKPT));
+  }
+  dcr__journal_free(&j);
+  close(ckpt);
+  close(fd);
+  FUZZ_ASSERT(fuzz_read_file(path, out) == 0);
+  unlink(path);
+}
+
+/* Saves option byte + the first `keep` bytes of the journal (all: SIZE_MAX). */
+static void save_journal(const char *name, uint8_t opt, const fuzz_buf *j, size_t keep) {
+  fuzz_buf m = {0};
+  fuzz_put(&m, &opt, 1);
+  fuzz_put(&m, j->p, keep < j->n ? keep : j->n);
+  save("journal", name, m.p, m.n);
+  fuzz_buf_free(&m);
+}
+
+static void journals(void) {
+  static uint8_t before[JOURNAL_CKPT], after[JOURNAL_CKPT];
+  for (size_t i = 0; i < JOURNAL_CKPT; i++) before[i] = fuzz_pattern(JOURNAL_SEED, i);
+  memcpy(after, before, sizeof after);
+  /* [0, 64): a new header, as an in-place apply writes it (a BYTES record) */
+  for (size_t i = 0; i < 64; i++) after[i] = (uint8_t)('a' + i % 26);
+  /* [100, 600), U8: a few bytes */
+  for (size_t i = 117; i < 600; i += 61) after[i] ^= 0x5a;
+  /* [1024, 3072), U16: every 37th element gets an incompressible new value (raw) */
+  for (size_t i = 1024; i < 3072; i += 2 * 37) after[i] ^= 0x3c, after[i + 1] ^= 0xa5;
+  /* [3072, 5120), U32: all the same new value (zstd) */
+  for (size_t i = 3072; i < 5120; i += 4) dcr__put32(after + i, 0x3f800000u);
+  /* [5120, 5632): bytes that compress (a zstd BYTES record) */
+  for (size_t i = 5120; i < 5632; i++) after[i] = (uint8_t)(i / 64);
+  /* [5632, 6000), U64: one ULP up in every fifth */
+  for (size_t i = 5632; i < 6000; i += 5 * 8) dcr__put64(after + i, dcr__le64(after + i) + 1);
+
+  static const jregion all[] = {
+      {0, 64, DCR__JREC_BYTES, 1, 0},          {100, 500, DCR__JREC_ELEMENTS, 1, 0},
+      {1024, 2048, DCR__JREC_ELEMENTS, 2, 0},  {3072, 2048, DCR__JREC_ELEMENTS, 4, 1},
+      {5120, 512, DCR__JREC_BYTES, 1, 1},      {5632, 368, DCR__JREC_ELEMENTS, 8, 0},
+  };
+  fuzz_buf j = {0};
+  uint8_t only[JOURNAL_CKPT];
+  /* one record each, over a checkpoint with only that region changed */
+  static const char *names[] = {"bytes", "elements-u8", "elements-raw", "elements-zstd",
+                                "bytes-zstd", "elements-u64"};
+  for (size_t r = 0; r < sizeof all / sizeof all[0]; r++) {
+    memcpy(only, before, sizeof only);
+    memcpy(only + all[r].offset, after + all[r].offset, (size_t)all[r].length);
+    journal_bytes(before, only, &all[r], 1, 1, &j);
+    save_journal(names[r], r % 2 ? 0x00 : 0x08, &j, SIZE_MAX);
+  }
+  /* every record form and compression in one journal, and its torn versions */
+  journal_bytes(before, after, all, sizeof all / sizeof all[0], 1, &j);
+  save_journal("mixed", 0x08, &j, SIZE_MAX);
+  save_journal("mixed.4096", 0x0a, &j, SIZE_MAX); /* a checkpoint of another size */
+  save_journal("mixed.zeros", 0x0c, &j, SIZE_MAX); /* a checkpoint of other bytes */
+  save_journal("torn-trailer", 0x08, &j, j.n - 5);
+  save_journal("torn-header", 0x08, &j, 37);
+  journal_bytes(before, after, all, sizeof all / sizeof all[0], 0, &j);
+  save_journal("uncommitted", 0x08, &j, SIZE_MAX);
+  journal_bytes(before, before, NULL, 0, 1, &j);
+  save_journal("empty", 0x08, &j, SIZE_MAX);
+  fuzz_buf_free(&j);
+}
+
 static void flip(fuzz_buf *b, size_t from_end, uint8_t mask) { b->p[b->n - from_end] ^= mask; }
 
 int main(int argc, char **argv) {
@@ -219,6 +361,7 @@ int main(int argc, char **argv) {
     snprintf(file, sizeof file, "seed%zu", i);
     save("roundtrip", file, rt_seeds[i], n);
   }
+  journals();
   fuzz_buf_free(&base);
   fuzz_buf_free(&t);
   fuzz_buf_free(&raw);

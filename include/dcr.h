@@ -75,7 +75,8 @@ DCR_API const char *dcr_version_string(void);
   X(E_BASE_MISMATCH, 21, "the base is not the one the bundle was made for")          \
   X(E_TARGET_MISMATCH, 22, "applying the bundle does not reproduce the target")      \
   X(E_CHECKPOINT, 23, "input checkpoint is not valid safetensors")                   \
-  X(E_INTERRUPTED, 24, "interrupted")
+  X(E_INTERRUPTED, 24, "interrupted")                                               \
+  X(E_JOURNAL, 25, "an apply journal is malformed or does not fit its checkpoint")
 
 typedef enum {
 #define DCR_ENUM_(name, num, msg) DCR_##name = num,
@@ -312,6 +313,194 @@ DCR_API int dcr_apply(dcr_reader *reader, const char *base_path, const char *out
  * prefix) without writing anything. */
 DCR_API int dcr_check_target(dcr_reader *reader, const char *path,
                              const dcr_apply_options *options, dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Refit: patching a checkpoint where it already is (SPEC.md §10.3, §18)     */
+/*
+ * A rollout worker holds step N's weights, in memory or in a file, and needs step
+ * N+1's. A dcr_patch applies one open bundle to them in place: only changed
+ * chunks are written. Every level that checks does all its checking before the
+ * first byte of the caller's state changes, so a wrong base (or one wrong in a
+ * single chunk) leaves that state exactly as it was. A checkpoint that already is
+ * the bundle's target is left as it is and the call succeeds (§10.2), so retried
+ * jobs and bundles received twice are harmless (except at DCR_VERIFY_NONE).
+ *
+ * Options arrive through setters, so that new ones never change a struct that
+ * callers allocate.
+ */
+
+/* How much of §10 a patch checks, with its cost (SPEC.md §10.3). */
+typedef enum {
+  /* Every base and every target tensor hash, so both state ids, as a copy apply:
+   * reads every byte of the checkpoint once. The default. */
+  DCR_VERIFY_FULL = 0,
+  /* R-APL-2 for each changed chunk: its base bytes give base_check and the patched
+   * bytes give target_check. Reads only changed chunks; unchanged chunks and
+   * tensors the bundle does not touch are not checked. */
+  DCR_VERIFY_CHUNK = 1,
+  /* Trusted: decode and patch only, for callers that verify by other means. It
+   * cannot tell a base from a target: a bundle applied twice corrupts the weights. */
+  DCR_VERIFY_NONE = 2
+} dcr_verify;
+
+typedef struct dcr_patch dcr_patch;
+
+/* A patch of one open bundle; the reader must outlive it. */
+DCR_API int dcr_patch_create(dcr_patch **patch, dcr_reader *reader, dcr_detail *detail);
+DCR_API void dcr_patch_free(dcr_patch *patch);
+/* DCR_VERIFY_*; DCR_E_ARGUMENT for anything else. */
+DCR_API int dcr_patch_set_verify(dcr_patch *patch, int level);
+/* Worker threads; 0 (the default) = all online cores. Results do not depend on it. */
+DCR_API void dcr_patch_set_threads(dcr_patch *patch, unsigned threads);
+DCR_API void dcr_patch_set_progress(dcr_patch *patch, dcr_progress_fn progress, void *opaque);
+/* Non-zero *cancel stops the checking pass with DCR_E_INTERRUPTED, the state as
+ * before the call. Writing, once started, is not interrupted (it is the short
+ * part): a patch is never left half done by a cancel. */
+DCR_API void dcr_patch_set_cancel(dcr_patch *patch, const volatile int *cancel);
+/* Files only. 1 (the default): fsync the journal, the checkpoint and their
+ * directory in the order of SPEC.md §18.4, so that power loss is survived too;
+ * 0: survive a killed process only. */
+DCR_API void dcr_patch_set_sync(dcr_patch *patch, int sync);
+
+/* What the last dcr_patch_memory or dcr_patch_file did. */
+typedef struct {
+  int already_target;      /* 1: the input was the target already; nothing written */
+  int recovered;           /* 1: a journal left by an interrupted apply was replayed first */
+  uint64_t chunks_patched; /* changed chunks written */
+  uint64_t bytes_checked;  /* checkpoint bytes read and hashed */
+  uint64_t bytes_written;  /* checkpoint bytes written */
+  uint64_t journal_bytes;  /* size of the apply journal (files) */
+} dcr_patch_stats;
+
+/* Fills the first `size` bytes of *stats (pass sizeof *stats), so that the struct
+ * can grow without breaking callers built against an older header. */
+DCR_API void dcr_patch_stats_get(const dcr_patch *patch, dcr_patch_stats *stats, size_t size);
+
+/* Memory apply. The caller's tensors, one buffer per target tensor. */
+typedef struct {
+  void *data;
+  uint64_t size; /* bytes at data */
+} dcr_buffer;
+
+/* Called once per manifest entry i, in entry order, before anything is read or
+ * written. Set buffer->data and buffer->size, then return 0 (non-zero fails the
+ * apply with DCR_E_ARGUMENT). For an entry with a target (tensor->target.present):
+ *  - delta-coded (tensor->delta_coded): the tensor as the caller holds it, the base,
+ *    target.byte_length bytes; it is patched in place;
+ *  - added or recoded: a buffer of target.byte_length bytes for the new tensor,
+ *    whose contents are ignored and overwritten;
+ * and for a removed entry (base only): its bytes, or NULL to skip them. Under
+ * DCR_VERIFY_FULL every base byte given is hashed; removed and recoded tensors
+ * whose base bytes are not given are not checked (they do not change the result).
+ * Buffers must not overlap; a tensor of 0 bytes may have data NULL. */
+typedef int (*dcr_resolve_fn)(void *opaque, uint64_t entry, const dcr_tensor_info *tensor,
+                              dcr_buffer *buffer);
+
+/* Applies the bundle to the caller's buffers on threads, touching only changed
+ * chunks (and added tensors). With FULL or CHUNK verification nothing is written
+ * unless every check passes; the buffers are either the base, untouched, or the
+ * target. */
+DCR_API int dcr_patch_memory(dcr_patch *patch, dcr_resolve_fn resolve, void *opaque,
+                             dcr_detail *detail);
+
+/* In-place file apply: patches the checkpoint at path into the bundle's target,
+ * writing only changed chunks, when the target's layout is the base's (same
+ * prefix length, same offsets and lengths for every tensor, none added, removed or
+ * recoded); otherwise DCR_E_ARGUMENT, and a copy apply (dcr_apply) is needed.
+ * Crash-safe: the changes are first written to an apply journal beside the file,
+ * "PATH.dcr-journal" (SPEC.md §18), and a call that finds one left by an
+ * interrupted apply replays it first, whatever bundle it is given, so running
+ * the same command again finishes the job. The file is locked (flock) while
+ * patched. */
+DCR_API int dcr_patch_file(dcr_patch *patch, const char *path, dcr_detail *detail);
+
+/* Replays or discards the journal an interrupted dcr_patch_file left beside path,
+ * if any (dcr_patch_file does this itself). *recovered is 1 if the checkpoint was
+ * finished from a committed journal; an uncommitted journal (the checkpoint was
+ * never touched) is removed and *recovered is 0. sync as dcr_patch_set_sync. */
+DCR_API int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *detail);
+
+/* The iterator over changed chunks, for callers that scatter changes into memory
+ * the library cannot touch (an accelerator): each changed chunk, in index order,
+ * decoded and checked by every rule that needs no base (§9). The values an
+ * operation needs (SPEC.md §9.1):
+ *  - DCR_OP_XOR:       element ^= value;
+ *  - DCR_OP_OVERWRITE: element = value;
+ *  - DCR_OP_DELTA:     element = key(key(element) + unzigzag(value)) where, for w-bit
+ *    elements read as unsigned integers, key(u) = u ^ (2^(w-1) - 1) if the top bit
+ *    of u is set, else u (its own inverse), unzigzag(z) = (z >> 1) ^ -(z & 1), and
+ *    arithmetic is modulo 2^w.
+ * Values are whole elements in the tensor's byte order (little-endian). Nothing is
+ * checked against a base: a caller that uses this directly verifies by other means
+ * (for example the state id of the result, dcr_checkpoint_state_id). */
+typedef enum { DCR_OP_XOR = 0, DCR_OP_OVERWRITE = 1, DCR_OP_DELTA = 2 } dcr_op;
+
+typedef struct {
+  uint64_t entry;            /* manifest entry (dcr_reader_tensor) */
+  uint32_t chunk;            /* chunk number within the tensor */
+  uint64_t offset;           /* byte offset of the chunk in the tensor */
+  uint64_t length;           /* bytes in the chunk */
+  unsigned element_size;     /* bytes per element: 1, 2, 4 or 8 */
+  int op;                    /* dcr_op */
+  uint32_t count;            /* changed elements */
+  const uint32_t *positions; /* sparse: count element indices in the chunk, increasing;
+                                NULL when dense */
+  const void *values;        /* count values (sparse) or length / element_size values
+                                (dense; a 0 XOR or delta value leaves its element) */
+  uint64_t base_check, target_check; /* SPEC.md §8.2, for callers that can hash */
+} dcr_change;
+
+typedef struct dcr_changes dcr_changes;
+
+DCR_API int dcr_changes_open(dcr_changes **changes, dcr_reader *reader, dcr_detail *detail);
+/* The next changed chunk; *change is NULL after the last. The change (and what it
+ * points to) is valid until the next call. */
+DCR_API int dcr_changes_next(dcr_changes *changes, const dcr_change **change,
+                             dcr_detail *detail);
+DCR_API void dcr_changes_free(dcr_changes *changes);
+/* Applies a change to the chunk's bytes on the CPU (length == change->length): the
+ * reference for a caller's own kernel. A dense overwrite whose count of changed
+ * elements is wrong for these bytes fails with DCR_E_ENCODING and changes nothing. */
+DCR_API int dcr_change_apply(const dcr_change *change, void *chunk, size_t length,
+                             dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints                                                               */
+
+/* A checkpoint file opened for reading (SPEC.md §2): its tensors and its state id
+ * (§7), the id that bundles name as their base and target. */
+typedef struct dcr_checkpoint dcr_checkpoint;
+
+/* Opens the file at path as a checkpoint of `kind` (dcr_kind) and parses its
+ * prefix as strictly as apply does (§2.1): DCR_E_CHECKPOINT, DCR_E_LAYOUT... for a
+ * file that is not valid safetensors. DCR_KIND_RAW takes the whole file as one U8
+ * tensor named "raw". Tensor bytes are read only by dcr_checkpoint_state_id.
+ * limits may be NULL for the defaults. */
+DCR_API int dcr_checkpoint_open(dcr_checkpoint **ck, const char *path, int kind,
+                                const dcr_limits *limits, dcr_detail *detail);
+DCR_API void dcr_checkpoint_free(dcr_checkpoint *ck);
+
+typedef struct {
+  int kind;               /* dcr_kind */
+  uint64_t file_size;
+  uint64_t prefix_length; /* the data region starts here */
+  uint64_t tensor_count;
+} dcr_checkpoint_summary; /* not _info: that is the function's name */
+
+DCR_API void dcr_checkpoint_info(const dcr_checkpoint *ck, dcr_checkpoint_summary *info);
+
+/* i < info.tensor_count, in bytewise name order (as §7 sorts them). side->present
+ * is 1 and side->offset is the tensor's offset in the data region; side->hash is
+ * the tensor hash once dcr_checkpoint_state_id has succeeded, zeros before. *name
+ * (not NUL-terminated; *name_length bytes) stays valid while ck lives. */
+DCR_API void dcr_checkpoint_tensor(const dcr_checkpoint *ck, uint64_t i, dcr_tensor_side *side,
+                                   const char **name, size_t *name_length);
+
+/* Reads every tensor's bytes and writes the state id (§7) to out; the result is
+ * kept, so a second call reads nothing. threads: 0 = all online cores; the result
+ * does not depend on it. */
+DCR_API int dcr_checkpoint_state_id(dcr_checkpoint *ck, unsigned threads, uint8_t out[16],
+                                    dcr_detail *detail);
 
 #ifdef __cplusplus
 }

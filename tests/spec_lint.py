@@ -9,7 +9,8 @@
   with its reason, in the index's "requirements_without_vectors", and every id listed
   there exists.
 
-usage: tests/spec_lint.py [SPEC.md] [testvectors/index.json]
+usage: tests/spec_lint.py [SPEC.md] [INDEX.json...]   (default testvectors/index.json;
+       the indexes of companion formats, e.g. testvectors/journal-v1/index.json, count too)
 Prints one line per problem and a summary; exits 1 on any problem.
 """
 import json
@@ -17,7 +18,7 @@ import re
 import sys
 
 spec_path = sys.argv[1] if len(sys.argv) > 1 else "SPEC.md"
-index_path = sys.argv[2] if len(sys.argv) > 2 else "testvectors/index.json"
+index_paths = sys.argv[2:] or ["testvectors/index.json"]
 text = open(spec_path, encoding="utf-8").read()
 problems = []
 
@@ -57,9 +58,11 @@ for block in blocks:
         if ref not in tags:
             problems.append("line %d: %s is not tagged anywhere" % (block[0][0], ref))
 
-index = json.load(open(index_path, encoding="utf-8"))
-covered = {c for v in index["vectors"] for c in v.get("covers", [])}
-exempt = index.get("requirements_without_vectors", {})
+covered, exempt = set(), {}
+for index_path in index_paths:
+    index = json.load(open(index_path, encoding="utf-8"))
+    covered |= {c for v in index["vectors"] for c in v.get("covers", [])}
+    exempt.update(index.get("requirements_without_vectors", {}))
 for tag in sorted(tags):
     if tag not in covered and tag not in exempt:
         problems.append("%s (line %d) has no vector and no reason in requirements_without_vectors" % (tag, tags[tag]))

@@ -1,0 +1,233 @@
+/*
+ * inplace.c - dcr_patch_file: a checkpoint file patched into the bundle's target
+ * where it lies, through the apply journal (SPEC.md §18).
+ *
+ * 1. A journal left by an interrupted apply is replayed (or, uncommitted,
+ *    dropped) before anything else.
+ * 2. A pass (codec/pass.c) over the file checks what the verification level asks
+ *    and, for each changed chunk, appends to a new journal the elements that
+ *    change and their new values. The file is only read.
+ * 3. Only if every check passed: the journal is committed and made durable, then
+ *    replayed into the file, the file made durable, and the journal removed.
+ * A crash before 3 leaves the file untouched and an uncommitted journal; a crash
+ * in 3 leaves a committed journal that the next call finishes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "refit.h"
+
+typedef struct {
+  dcr_patch *p;
+  int fd;
+  const char *path;
+  dcr__checkpoint ck;
+  uint64_t *offsets; /* entry -> file offset of its tensor */
+  int as_target;
+  int committed; /* the journal has its trailer: never removed on failure */
+  dcr__jwriter jw;
+  char journal[4200];
+  dcr__jbuilder *builders; /* per pass slot */
+  dcr__jrecord *records;
+  const uint8_t **payloads;
+  size_t slots;
+} inplace;
+
+int dcr__lock_checkpoint(int fd, dcr_detail *d) {
+  if (!flock(fd, LOCK_EX | LOCK_NB)) return DCR_OK;
+  if (errno == EWOULDBLOCK)
+    return dcr__fail(d, DCR_E_IO, "another process is applying a bundle to this file");
+  return dcr__fail(d, DCR_E_IO, "cannot lock: %s", strerror(errno));
+}
+
+static int file_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
+                      uint8_t *fallback, dcr_detail *d) {
+  inplace *ip = ctx;
+  int rc = dcr__view_open(view, ip->fd, ip->offsets[entry] + at, bytes, fallback, d);
+  if (rc) dcr__detail_file(d, ip->path);
+  return rc;
+}
+
+/* Worker: the journal record of a changed chunk, built while it is in cache. */
+static int build_record(void *ctx, const dcr__pass_chunk *c, dcr_detail *d) {
+  inplace *ip = ctx;
+  dcr__jrecord *rec = &ip->records[c->slot];
+  rec->count = 0;
+  if (ip->as_target || c->job->record == DCR__NO_RECORD) return DCR_OK;
+  const dcr__entry *e = &ip->p->r->man.entries[c->job->entry];
+  int rc = dcr__jbuilder_elements(&ip->builders[c->slot], c->input, c->result, c->bytes,
+                                  dcr_dtype_size(e->target.dtype), rec, &ip->payloads[c->slot], d);
+  rec->offset += ip->offsets[c->job->entry] + c->at;
+  return rc;
+}
+
+/* Calling thread, in file order: regions reach the journal sorted (§18.3). */
+static int append_record(void *ctx, const dcr__pass_chunk *c, dcr_detail *d) {
+  inplace *ip = ctx;
+  const dcr__jrecord *rec = &ip->records[c->slot];
+  if (!rec->count) return DCR_OK;
+  ip->p->stats.chunks_patched++;
+  int rc = dcr__journal_append(&ip->jw, rec, ip->payloads[c->slot], d);
+  if (rc) dcr__detail_file(d, ip->journal);
+  return rc;
+}
+
+/* In place needs the target where the file's tensors are: same prefix length and
+ * size, every tensor at its offset; and, from the base, every tensor delta-coded. */
+static int check_layout(const inplace *ip, dcr_detail *d) {
+  const dcr__manifest *m = &ip->p->r->man;
+  if (ip->ck.prefix_length != m->prefix_length || ip->ck.file_size != m->prefix_length + m->data_length)
+    return dcr__fail(d, DCR_E_ARGUMENT, "cannot apply in place: the target's header or size "
+                     "differs from this file's (%llu + %llu bytes; the target has %llu + %llu); "
+                     "write a new file instead (dcr apply BASE BUNDLE -o OUT)",
+                     (unsigned long long)ip->ck.prefix_length,
+                     (unsigned long long)(ip->ck.file_size - ip->ck.prefix_length),
+                     (unsigned long long)m->prefix_length, (unsigned long long)m->data_length);
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    const char *why = NULL;
+    if (!ip->as_target)
+      why = !(e->presence & DCR__HAS_TARGET) ? "is removed"
+            : !(e->presence & DCR__HAS_BASE) ? "is added"
+            : !dcr__entry_delta_coded(e)     ? "changes dtype or size"
+                                             : NULL;
+    if (!why && (e->presence & DCR__HAS_TARGET) &&
+        ip->offsets[i] != m->prefix_length + e->target.offset)
+      why = "moves";
+    if (why)
+      return dcr__detail_tensor(d, i, e->name, e->name_length),
+             dcr__fail(d, DCR_E_ARGUMENT, "cannot apply in place: this tensor %s in the target; "
+                       "write a new file instead (dcr apply BASE BUNDLE -o OUT)", why);
+  }
+  return DCR_OK;
+}
+
+static int make_builders(inplace *ip, size_t slots, dcr_detail *d) {
+  size_t cs = dcr__max_chunk_bytes(&ip->p->r->man);
+  ip->slots = slots;
+  ip->builders = calloc(slots, sizeof *ip->builders);
+  ip->records = calloc(slots, sizeof *ip->records);
+  ip->payloads = calloc(slots, sizeof *ip->payloads);
+  if (!ip->builders || !ip->records || !ip->payloads)
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  for (size_t i = 0; i < slots; i++)
+    if (dcr__jbuilder_init(&ip->builders[i], cs))
+      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate journal buffers");
+  return DCR_OK;
+}
+
+static void free_builders(inplace *ip) {
+  for (size_t i = 0; ip->builders && i < ip->slots; i++) dcr__jbuilder_free(&ip->builders[i]);
+  free(ip->builders), free(ip->records), free(ip->payloads);
+  ip->builders = NULL, ip->records = NULL, ip->payloads = NULL;
+}
+
+/* Step 3: commit, replay, remove, each made durable before the next (§18.4). */
+static int commit_and_replay(inplace *ip, dcr_detail *d) {
+  dcr_patch *p = ip->p;
+  dcr__journal j = {0};
+  int rc = dcr__journal_commit(&ip->jw, d);
+  /* From the trailer on, a failure leaves the journal for the next run to finish:
+   * the checkpoint may already be part written. (A trailer that did not reach the
+   * disk makes it uncommitted, and the file was not touched yet: both are safe.) */
+  ip->committed = 1;
+  if (!rc && p->sync) rc = dcr__wio_sync(p->faults, ip->jw.fd, d);
+  if (!rc && p->sync) rc = dcr__wio_sync_dir(p->faults, ip->journal, d);
+  if (rc) return dcr__detail_file(d, ip->journal), rc;
+  p->stats.journal_bytes = ip->jw.length;
+  /* Replayed from the journal's bytes, as a recovery would: the one path that
+   * writes into a checkpoint is the one that crash tests exercise. */
+  int jfd = open(ip->journal, O_RDONLY | O_CLOEXEC);
+  if (jfd < 0) return dcr__fail(d, DCR_E_IO, "cannot reopen the journal: %s", strerror(errno));
+  rc = dcr__journal_read(jfd, &j, d);
+  if (!rc && !j.committed) rc = dcr__fail(d, DCR_E_IO, "the journal reads back uncommitted");
+  if (!rc) rc = dcr__journal_replay(&j, jfd, ip->fd, p->threads, p->faults, 0,
+                                    &p->stats.bytes_written, d);
+  if (rc) dcr__detail_file(d, ip->journal);
+  if (!rc && p->sync && (rc = dcr__wio_sync(p->faults, ip->fd, d))) dcr__detail_file(d, ip->path);
+  if (!rc && unlink(ip->journal))
+    rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal %s: %s", ip->journal, strerror(errno));
+  if (!rc && p->sync) rc = dcr__wio_sync_dir(p->faults, ip->journal, d);
+  dcr__journal_free(&j);
+  close(jfd);
+  return rc;
+}
+
+static void drop_journal(inplace *ip) {
+  if (ip->jw.fd >= 0) close(ip->jw.fd);
+  ip->jw.fd = -1;
+  unlink(ip->journal);
+}
+
+/* One attempt at §10: the file taken as the base, or as the target already. */
+static int attempt(inplace *ip, int as_target, dcr_detail *d) {
+  dcr_patch *p = ip->p;
+  dcr_reader *r = p->r;
+  const dcr__manifest *m = &r->man;
+  ip->as_target = as_target;
+  dcr__pass_spec spec = {.r = r, .verify = p->verify, .changed_only = p->verify != DCR_VERIFY_FULL,
+                         .as_target = as_target, .threads = p->threads, .cancel = p->cancel,
+                         .progress = p->progress, .progress_opaque = p->progress_opaque,
+                         .input = file_input, .emit = build_record, .take = append_record,
+                         .ctx = ip};
+  dcr__pass *pass = NULL;
+  int rc = dcr__match_checkpoint(m, &ip->ck, as_target, ip->offsets, d);
+  if (!rc) rc = check_layout(ip, d);
+  if (!rc) rc = dcr__pass_init(&pass, &spec, d);
+  if (!rc) rc = make_builders(ip, dcr__pass_slots(pass), d);
+  if (!rc) rc = dcr__journal_create(&ip->jw, ip->journal, ip->ck.file_size, r->base_state,
+                                    r->target_state, p->faults, d);
+  /* A target whose header bytes differ (same length) gets them as a region of
+   * bytes, so that the file ends as the target byte for byte (§10.2). */
+  if (!rc && m->prefix_length && memcmp(ip->ck.prefix, m->prefix, (size_t)m->prefix_length)) {
+    dcr__jrecord rec = {.length = m->prefix_length, .form = DCR__JREC_BYTES, .element_size = 1,
+                        .stored_length = m->prefix_length,
+                        .region_check = XXH3_64bits(m->prefix, (size_t)m->prefix_length)};
+    rc = dcr__journal_append(&ip->jw, &rec, m->prefix, d);
+  }
+  if (!rc) rc = dcr__pass_run(pass, d);
+  if (pass) p->stats.bytes_checked += dcr__pass_bytes(pass);
+  dcr__pass_free(pass);
+  free_builders(ip);
+  if (!rc && ip->jw.records) rc = commit_and_replay(ip, d);
+  else if (!rc) p->stats.already_target = as_target;
+  if (ip->jw.fd >= 0 && !ip->committed && (rc || !ip->jw.records)) drop_journal(ip);
+  if (ip->jw.fd >= 0) close(ip->jw.fd), ip->jw.fd = -1;
+  return rc;
+}
+
+int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
+  dcr_detail scratch, again;
+  if (!d) d = &scratch;
+  dcr__detail_init(d);
+  memset(&p->stats, 0, sizeof p->stats);
+  dcr_reader *r = p->r;
+  inplace ip = {.p = p, .path = path, .fd = -1, .jw = {.fd = -1}};
+  int recovered = 0, rc = dcr__journal_path(path, ip.journal, sizeof ip.journal, d);
+  if (!rc && (ip.fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
+    rc = dcr__fail(d, DCR_E_IO, "cannot open for writing: %s", strerror(errno));
+  if (!rc) rc = dcr__lock_checkpoint(ip.fd, d);
+  if (!rc) rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered, d);
+  p->stats.recovered = recovered;
+  if (!rc) rc = dcr__checkpoint_read(ip.fd, r->man.kind, &r->lim, &ip.ck, d);
+  if (!rc && !(ip.offsets = calloc((size_t)r->man.entry_count + 1, sizeof *ip.offsets)))
+    rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  if (!rc) {
+    rc = attempt(&ip, 0, d);
+    /* Not the base: perhaps the target already (§10.2); if not that either, the
+     * first answer stands. NONE checks nothing, so it cannot tell. */
+    dcr__detail_init(&again);
+    if (rc == DCR_E_BASE_MISMATCH && p->verify != DCR_VERIFY_NONE && !attempt(&ip, 1, &again))
+      dcr__detail_init(d), rc = DCR_OK;
+  }
+  if (rc && !d->file[0]) dcr__detail_file(d, rc == DCR_E_BASE_MISMATCH || rc == DCR_E_ARGUMENT ||
+                                                    rc == DCR_E_IO ? path : r->path);
+  free(ip.offsets);
+  dcr__checkpoint_free(&ip.ck);
+  if (ip.fd >= 0) close(ip.fd);
+  return rc;
+}

@@ -1,0 +1,212 @@
+/*
+ * memory.c - dcr_patch_memory: a bundle applied to tensors the caller holds.
+ *
+ * Two steps. The check (FULL or CHUNK, SPEC.md §10.3) is a pass (codec/pass.c)
+ * over the caller's buffers that applies every changed chunk to a copy and
+ * writes nothing, so that a wrong base leaves the buffers as they were. The patch
+ * then decodes each changed chunk straight into the caller's memory, on threads,
+ * touching only the bytes that change (and added tensors). At DCR_VERIFY_NONE
+ * only the patch runs.
+ */
+#include <stdlib.h>
+
+#include "refit.h"
+
+typedef struct {
+  dcr_patch *p;
+  dcr_buffer *buf; /* per manifest entry */
+  dcr__chunk_decoder *dec; /* per worker */
+  uint8_t **scratch;       /* per worker: a CHNK read from a file bundle */
+  size_t *scratch_capacity;
+  int *rc;                 /* per slot */
+  dcr_detail *detail;      /* per slot */
+  size_t window;
+  uint64_t done, total;
+} patcher;
+
+static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
+  dcr__detail_tensor(d, i, m->entries[i].name, m->entries[i].name_length);
+}
+
+static int memory_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
+                        uint8_t *fallback, dcr_detail *d) {
+  (void)bytes, (void)fallback, (void)d;
+  patcher *pt = ctx;
+  *view = (dcr__view){.data = (const uint8_t *)pt->buf[entry].data + at};
+  return DCR_OK;
+}
+
+/* Asks the caller for every entry's buffer and checks its size. */
+static int resolve_all(patcher *pt, dcr_resolve_fn resolve, void *opaque, dcr_detail *d) {
+  dcr_reader *r = pt->p->r;
+  const dcr__manifest *m = &r->man;
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    dcr_tensor_info t;
+    dcr_reader_tensor(r, i, &t);
+    dcr_buffer *b = &pt->buf[i];
+    if (resolve(opaque, i, &t, b))
+      return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "the resolver has no buffer for "
+                                                               "this tensor");
+    int has_target = (e->presence & DCR__HAS_TARGET) != 0;
+    uint64_t want = has_target ? e->target.byte_length : e->base.byte_length;
+    if (!b->data && (has_target ? want != 0 : 0))
+      return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "no buffer given for a tensor "
+                                                               "of %llu bytes",
+                                            (unsigned long long)want);
+    if (b->data && b->size != want)
+      return name_entry(d, m, i),
+             dcr__fail(d, DCR_E_ARGUMENT, "buffer of %llu bytes for a tensor of %llu bytes (%s)",
+                       (unsigned long long)b->size, (unsigned long long)want,
+                       has_target ? (dcr__entry_delta_coded(e) ? "its base, patched in place"
+                                                               : "a new tensor, written whole")
+                                  : "a removed tensor");
+  }
+  return DCR_OK;
+}
+
+/* FULL: base bytes the pass did not read (removed tensors the caller gave). */
+static int hash_removed(patcher *pt, dcr_detail *d) {
+  const dcr__manifest *m = &pt->p->r->man;
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    if (e->presence != DCR__HAS_BASE || !pt->buf[i].data) continue;
+    size_t bytes = (size_t)e->base.byte_length;
+    uint8_t digest[16], h[16];
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_128bits_reset(&st);
+    for (size_t at = 0; at < bytes; at += DCR__PIECE) {
+      dcr__pieces((const uint8_t *)pt->buf[i].data + at,
+                  bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE, digest);
+      XXH3_128bits_update(&st, digest, 16);
+    }
+    dcr__digest128(&st, h);
+    pt->p->stats.bytes_checked += bytes;
+    if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
+      return name_entry(d, m, i),
+             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's");
+  }
+  return DCR_OK;
+}
+
+/* One attempt of the check: the buffers as the base, or as the target already. */
+static int check(patcher *pt, int as_target, dcr_detail *d) {
+  dcr_patch *p = pt->p;
+  dcr__pass_spec spec = {.r = p->r, .verify = p->verify,
+                         .changed_only = p->verify == DCR_VERIFY_CHUNK, .as_target = as_target,
+                         .threads = p->threads, .cancel = p->cancel, .input = memory_input,
+                         .ctx = pt};
+  dcr__pass *pass = NULL;
+  int rc = dcr__pass_init(&pass, &spec, d);
+  if (!rc) rc = dcr__pass_run(pass, d);
+  if (pass) p->stats.bytes_checked += dcr__pass_bytes(pass);
+  if (!rc && !as_target && p->verify == DCR_VERIFY_FULL) rc = hash_removed(pt, d);
+  dcr__pass_free(pass);
+  return rc;
+}
+
+static void patch_job(void *ctx, size_t k, unsigned worker) {
+  patcher *pt = ctx;
+  const dcr_reader *r = pt->p->r;
+  const dcr__chunk *c = &r->chunks[k];
+  const dcr__entry *e = &r->man.entries[c->tensor];
+  size_t slot = k % pt->window, bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
+  unsigned esize = dcr_dtype_size(e->target.dtype);
+  uint8_t *chunk = (uint8_t *)pt->buf[c->tensor].data + (uint64_t)c->chunk * r->man.chunk_size;
+  const uint8_t *payload;
+  dcr_detail *d = &pt->detail[slot];
+  dcr__detail_init(d);
+  int rc = dcr__source_get(&r->src, c->offset + DCR__SECTION_HEADER_SIZE,
+                           (size_t)c->payload_length, &pt->scratch[worker],
+                           &pt->scratch_capacity[worker], &payload, d);
+  if (!rc)
+    rc = dcr__decode_chunk(&pt->dec[worker], c, payload + DCR__RECORD_SIZE,
+                           (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize,
+                           chunk, d);
+  if (rc) {
+    dcr__detail_at(d, "CHNK", c->offset);
+    dcr__detail_tensor(d, c->tensor, e->name, e->name_length);
+    dcr__detail_chunk(d, c->chunk);
+  }
+  pt->rc[slot] = rc;
+}
+
+static int patch_take(void *ctx, size_t k, dcr_detail *d) {
+  patcher *pt = ctx;
+  size_t slot = k % pt->window;
+  if (pt->rc[slot]) return *d = pt->detail[slot], pt->rc[slot];
+  const dcr_reader *r = pt->p->r;
+  pt->done += dcr__chunk_bytes(&r->man, &r->man.entries[r->chunks[k].tensor], r->chunks[k].chunk);
+  pt->p->stats.chunks_patched++;
+  if (pt->p->progress) pt->p->progress(pt->p->progress_opaque, pt->done, pt->total);
+  return DCR_OK;
+}
+
+/* Decodes every changed chunk into the caller's memory. New tensors start from
+ * zeros (§10.1), so they are cleared first. */
+static int patch(patcher *pt, dcr_detail *d) {
+  dcr_reader *r = pt->p->r;
+  const dcr__manifest *m = &r->man;
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    if ((e->presence & DCR__HAS_TARGET) && !dcr__entry_delta_coded(e) && pt->buf[i].data) {
+      memset(pt->buf[i].data, 0, (size_t)e->target.byte_length);
+      pt->p->stats.bytes_written += e->target.byte_length;
+    }
+  }
+  for (uint64_t k = 0; k < r->chunk_count; k++)
+    pt->total += dcr__chunk_bytes(m, &m->entries[r->chunks[k].tensor], r->chunks[k].chunk);
+  unsigned threads = pt->p->threads ? pt->p->threads : dcr__default_threads();
+  if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
+  size_t cs = dcr__max_chunk_bytes(m);
+  dcr__pool *pool = NULL;
+  int rc = dcr__pool_create(&pool, threads) ? DCR_E_NOMEM : DCR_OK;
+  if (!rc) {
+    pt->window = dcr__pool_window(pool);
+    pt->dec = calloc(threads, sizeof *pt->dec);
+    pt->scratch = calloc(threads, sizeof *pt->scratch);
+    pt->scratch_capacity = calloc(threads, sizeof *pt->scratch_capacity);
+    pt->rc = calloc(pt->window, sizeof *pt->rc);
+    pt->detail = calloc(pt->window, sizeof *pt->detail);
+    rc = pt->dec && pt->scratch && pt->scratch_capacity && pt->rc && pt->detail ? DCR_OK
+                                                                                : DCR_E_NOMEM;
+    for (unsigned w = 0; !rc && w < threads; w++)
+      if (dcr__chunk_decoder_init(&pt->dec[w], cs)) rc = DCR_E_NOMEM;
+  }
+  if (rc) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate decoders");
+  else /* not cancellable: once the first chunk is written, the rest must follow */
+    rc = dcr__pool_stream(pool, (size_t)r->chunk_count, patch_job, patch_take, pt, NULL, d);
+  dcr__pool_free(pool);
+  for (unsigned w = 0; pt->dec && w < threads; w++) dcr__chunk_decoder_free(&pt->dec[w]);
+  for (unsigned w = 0; pt->scratch && w < threads; w++) free(pt->scratch[w]);
+  free(pt->dec), free(pt->scratch), free(pt->scratch_capacity), free(pt->rc), free(pt->detail);
+  pt->p->stats.bytes_written += pt->total;
+  return rc;
+}
+
+int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_detail *d) {
+  dcr_detail scratch, again;
+  if (!d) d = &scratch;
+  dcr__detail_init(d);
+  memset(&p->stats, 0, sizeof p->stats);
+  if (!resolve) return dcr__fail(d, DCR_E_ARGUMENT, "no resolver");
+  const dcr__manifest *m = &p->r->man;
+  patcher pt = {.p = p, .buf = calloc((size_t)m->entry_count + 1, sizeof *pt.buf)};
+  if (!pt.buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  int rc = resolve_all(&pt, resolve, opaque, d);
+  if (!rc && p->verify != DCR_VERIFY_NONE) {
+    rc = check(&pt, 0, d);
+    /* Not the base: perhaps the target already (§10.2). If not that either, the
+     * first answer stands. */
+    dcr__detail_init(&again);
+    if (rc == DCR_E_BASE_MISMATCH && check(&pt, 1, &again) == DCR_OK) {
+      dcr__detail_init(d);
+      p->stats.already_target = 1;
+      rc = DCR_OK;
+    }
+  }
+  if (!rc && !p->stats.already_target) rc = patch(&pt, d);
+  free(pt.buf);
+  return rc;
+}

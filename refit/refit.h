@@ -1,0 +1,129 @@
+/*
+ * refit.h - the refit room: applying a bundle where the checkpoint already is
+ * (SPEC.md §10.3, §18). Its one door is the dcr_patch and dcr_changes functions
+ * of dcr.h; this header is shared by its files and the unit tests.
+ *
+ *   patch.c    the dcr_patch object: options, stats, and the write path (with
+ *              the fault injection the crash tests drive)
+ *   memory.c   dcr_patch_memory: caller buffers, patched on threads
+ *   changes.c  dcr_changes: decoded changes for memory the library cannot touch
+ *   journal.c  the apply journal (§18): writing, reading, replaying, recovering
+ *   inplace.c  dcr_patch_file: in-place file apply through the journal
+ */
+#ifndef DCR_REFIT_H
+#define DCR_REFIT_H
+
+#include "../codec/codec.h"
+
+/* Faults injected into the write path, for tests: the k-th write (1-based) fails
+ * with `error` after writing `torn` bytes of it, or the k-th fsync fails. */
+typedef struct {
+  uint64_t fail_write, fail_sync;
+  size_t torn;
+  int error;             /* errno: EIO, ENOSPC... */
+  uint64_t writes, syncs; /* counted so far */
+} dcr__faults;
+
+struct dcr_patch {
+  dcr_reader *r;
+  int verify;
+  unsigned threads;
+  dcr_progress_fn progress;
+  void *progress_opaque;
+  const volatile int *cancel;
+  int sync;
+  dcr_patch_stats stats;
+  dcr__faults *faults; /* NULL but in tests */
+};
+
+/* Test hook: faults for every later write and fsync of this patch (NULL: none). */
+DCR_HIDDEN void dcr__patch_set_faults(dcr_patch *p, dcr__faults *faults);
+
+/* ---- the write path: every byte and fsync of an in-place apply goes through
+ * these, so that tests can fail or tear any of them. `faults` may be NULL. */
+DCR_HIDDEN int dcr__wio_write(dcr__faults *f, int fd, const void *buf, size_t length,
+                              uint64_t offset, dcr_detail *d);
+DCR_HIDDEN int dcr__wio_sync(dcr__faults *f, int fd, dcr_detail *d);
+/* fsync of the directory that holds path, so that a create, rename or unlink in
+ * it is durable. */
+DCR_HIDDEN int dcr__wio_sync_dir(dcr__faults *f, const char *path, dcr_detail *d);
+
+/* ---- inplace.c */
+/* An exclusive flock on an open checkpoint, for as long as fd is open: two applies
+ * to one file would interleave their journals. */
+DCR_HIDDEN int dcr__lock_checkpoint(int fd, dcr_detail *d);
+
+/* ---- journal.c (SPEC.md §18) */
+#define DCR__JOURNAL_SUFFIX ".dcr-journal"
+#define DCR__JOURNAL_HEADER_SIZE 64u
+#define DCR__JOURNAL_RECORD_SIZE 40u
+#define DCR__JOURNAL_TRAILER_SIZE 32u
+enum { DCR__JREC_BYTES = 0, DCR__JREC_ELEMENTS = 1 };
+
+typedef struct { /* one record's header (§18.2) */
+  uint64_t offset, length;
+  uint8_t form, element_size, compression, reserved;
+  uint32_t count;
+  uint64_t stored_length, region_check;
+  uint64_t at; /* where its payload starts in the journal (parsed records only) */
+} dcr__jrecord;
+
+typedef struct { /* a journal being written */
+  int fd;
+  dcr__faults *faults;
+  uint64_t length, records;
+  XXH3_state_t check;
+} dcr__jwriter;
+
+/* Creates `path` (O_EXCL) and writes the header. */
+DCR_HIDDEN int dcr__journal_create(dcr__jwriter *w, const char *path, uint64_t file_size,
+                                   const uint8_t base_state[16], const uint8_t target_state[16],
+                                   dcr__faults *faults, dcr_detail *d);
+DCR_HIDDEN int dcr__journal_append(dcr__jwriter *w, const dcr__jrecord *rec,
+                                   const void *payload, dcr_detail *d);
+/* The trailer: after it (and its fsync) the journal is committed. */
+DCR_HIDDEN int dcr__journal_commit(dcr__jwriter *w, dcr_detail *d);
+
+/* A record's payload for the elements of a region that change: positions of the
+ * changed elements of `after` relative to `before` (both `length` bytes), Rice-
+ * coded as §9.1 codes positions, then their new values; zstd-compressed when that
+ * is smaller. Fills rec (but offset) and points *payload into the builder. */
+typedef struct {
+  uint32_t *pos;
+  uint8_t *raw, *packed;
+  size_t raw_capacity, packed_capacity;
+  ZSTD_CCtx *cctx;
+} dcr__jbuilder;
+DCR_HIDDEN int dcr__jbuilder_init(dcr__jbuilder *b, size_t chunk_bytes);
+DCR_HIDDEN void dcr__jbuilder_free(dcr__jbuilder *b);
+/* Returns 0 with rec->count 0 when nothing changes. */
+DCR_HIDDEN int dcr__jbuilder_elements(dcr__jbuilder *b, const uint8_t *before, const uint8_t *after,
+                                      size_t length, unsigned esize, dcr__jrecord *rec,
+                                      const uint8_t **payload, dcr_detail *d);
+
+/* A parsed journal: header and every record checked (§18.3). */
+typedef struct {
+  uint64_t file_size;
+  uint8_t base_state[16], target_state[16];
+  uint64_t count;
+  dcr__jrecord *records;
+  int committed; /* 0: no valid trailer; nothing else is filled */
+} dcr__journal;
+
+/* Parses journal bytes from fd. DCR_E_JOURNAL for a journal that is committed but
+ * cannot be used (unknown version, malformed records); an uncommitted one is
+ * DCR_OK with committed = 0. */
+DCR_HIDDEN int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d);
+DCR_HIDDEN void dcr__journal_free(dcr__journal *j);
+/* Replays a committed journal onto the checkpoint fd (§18.4): every region first
+ * checked, then written (unless check_only). Idempotent. */
+DCR_HIDDEN int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd,
+                                   unsigned threads, dcr__faults *faults, int check_only,
+                                   uint64_t *written, dcr_detail *d);
+/* The journal's path for a checkpoint path; DCR_E_ARGUMENT if too long. */
+DCR_HIDDEN int dcr__journal_path(const char *ckpt, char *out, size_t size, dcr_detail *d);
+/* dcr_journal_recover on an open, locked checkpoint. */
+DCR_HIDDEN int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threads,
+                                    dcr__faults *faults, int *recovered, dcr_detail *d);
+
+#endif

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# cli_refit_test.sh - end-to-end tests of refit on the worker (SPEC.md §10.3, §18):
+# `dcr apply --in-place` at each verification level, a bundle applied twice, a
+# wrong base, a layout that cannot be patched in place, journals left behind, a
+# locked checkpoint, and series (in place and copied, in order, out of order,
+# resumed).
+#
+# usage: tests/cli_refit_test.sh [path/to/dcr]      (default: build/dcr)
+set -u
+
+DCR=${1:-build/dcr}
+case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NAME=refit-test
+# shellcheck source=cli_lib.sh
+. "$HERE/cli_lib.sh"
+
+# perturb IN OUT SEED: OUT is IN with the low bit of about 0.5% of its BF16
+# elements flipped: the next step of a chain, with the same layout.
+perturb() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import random, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+start = 8 + struct.unpack("<Q", b[:8])[0]
+r = random.Random(int(sys.argv[3]))
+for _ in range((len(b) - start) // 400):
+    b[start + 2 * r.randrange((len(b) - start) // 2)] ^= 1
+open(sys.argv[2], "wb").write(b)
+PY
+}
+
+"$DCR" synth s0.st s1.st --size 4M --rate 0.01 --seed 3 -q &&
+  perturb s1.st s2.st 1 && perturb s2.st s3.st 2 &&
+  "$DCR" encode s0.st s1.st -o b1.dcr --meta step=1 -q &&
+  "$DCR" encode s1.st s2.st -o b2.dcr --meta step=2 -q &&
+  "$DCR" encode s2.st s3.st -o b3.dcr --meta step=3 -q &&
+  "$DCR" synth o0.st o1.st --size 4M --rate 0.01 --seed 4 -q ||
+  { echo "not ok - setup: synth/encode failed"; exit 1; }
+
+same() { cmp -s "$1" "$2" || fail "$3: $1 differs from $2"; }
+no_journal() { [ ! -e "$1.dcr-journal" ] || fail "$2: $1.dcr-journal left behind"; }
+
+t_levels() {
+  for level in full chunk none; do
+    cp s0.st w.st
+    run apply --in-place w.st b1.dcr --verify "$level"
+    want_rc 0 "$level" && same w.st s1.st "$level" && no_journal w.st "$level" &&
+      has e "patched in place" "$level" || return
+  done
+}
+tcase "--in-place at each level (full, chunk, none) gives the target byte for byte (§10.3)" t_levels
+
+t_twice() {
+  for level in full chunk; do
+    cp s1.st w.st
+    run apply -i w.st b1.dcr --verify "$level"
+    want_rc 0 "$level" && same w.st s1.st "$level" && has e "already at the target" "$level" &&
+      no_journal w.st "$level" || return
+  done
+  cp s1.st w.st && run apply s1.st b1.dcr -o copy.st
+  want_rc 0 "copy apply of a target" && same copy.st s1.st "copy apply of a target"
+}
+tcase "a bundle applied to its own target succeeds and changes nothing (R-APL-5)" t_twice
+
+t_wrong_base() {
+  for level in full chunk; do
+    cp o0.st w.st
+    run apply -i w.st b1.dcr --verify "$level"
+    want_rc 1 "$level" && has e DCR_E_BASE_MISMATCH "$level" && same w.st o0.st "$level" &&
+      no_journal w.st "$level" && has e "bundle expects base state" "$level" || return
+  done
+}
+tcase "a wrong base is refused before any byte changes, and explained (R-APL-6)" t_wrong_base
+
+t_partly_wrong() {
+  # one byte of a changed chunk's base flipped: only that chunk is wrong
+  python3 - s0.st w.st <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[8 + struct.unpack("<Q", b[:8])[0] + 1000] ^= 0x40
+open(sys.argv[2], "wb").write(b)
+PY
+  cp w.st w0.st
+  for level in full chunk; do
+    run apply -i w.st b1.dcr --verify "$level"
+    want_rc 1 "$level" && has e DCR_E_BASE_MISMATCH "$level" && same w.st w0.st "$level" || return
+  done
+}
+tcase "a base wrong in one chunk is refused and left as it was (R-APL-6)" t_partly_wrong
+
+t_layout() {
+  head -c 5000 s0.st >r0 && head -c 6000 s0.st >r1 && "$DCR" encode --raw r0 r1 -o raw.dcr -q &&
+    cp r0 w.raw || { fail "setup"; return; }
+  run apply -i w.raw raw.dcr
+  want_rc 2 "grown file" && has e "cannot apply in place" "grown file" && same w.raw r0 "grown file" &&
+    no_journal w.raw "grown file" && has e "dcr apply BASE BUNDLE -o OUT" "grown file"
+}
+tcase "a target whose layout differs is refused in place, with the copy apply suggested" t_layout
+
+t_journals_left() {
+  cp s0.st w.st && : >w.st.dcr-journal
+  run apply -i w.st b1.dcr
+  want_rc 0 "empty journal" && same w.st s1.st "empty journal" && no_journal w.st "empty journal" || return
+  cp s0.st w.st && printf 'not a journal, but 64 bytes or more of something else entirely....' >w.st.dcr-journal
+  run apply -i w.st b1.dcr
+  want_rc 1 "foreign file" && has e DCR_E_JOURNAL "foreign file" && same w.st s0.st "foreign file" &&
+    [ -e w.st.dcr-journal ] || fail "foreign file: the journal must be left for the operator"
+  rm -f w.st.dcr-journal
+}
+tcase "a journal left behind: uncommitted is dropped, a foreign file is DCR_E_JOURNAL (R-JNL-1, R-JNL-3)" t_journals_left
+
+t_locked() {
+  cp s0.st lk.st
+  flock lk.st sleep 1 &
+  local holder=$!
+  sleep 0.3
+  run apply -i lk.st b1.dcr
+  wait "$holder"
+  want_rc 3 "locked" && has e "another process" "locked" && same lk.st s0.st "locked"
+}
+tcase "a checkpoint locked by another apply is refused (§18.1)" t_locked
+
+t_series() {
+  cp s0.st w.st
+  run apply -i w.st b1.dcr b2.dcr b3.dcr
+  want_rc 0 "in place" && same w.st s3.st "in place" && has e "3 bundles" "in place" || return
+  run apply s0.st b1.dcr b2.dcr b3.dcr -o out.st
+  want_rc 0 "copy" && same out.st s3.st "copy" || return
+  ls ./*.dcr-series-* >/dev/null 2>&1 && fail "copy: a temporary file was left"
+  run apply -i w.st b1.dcr b2.dcr b3.dcr
+  want_rc 0 "again" && has e "already at the target" "again"
+}
+tcase "a series in place and copied gives the last target, without intermediate files" t_series
+
+t_series_resume() {
+  cp s0.st w.st && "$DCR" apply -i w.st b1.dcr -q || { fail "setup"; return; }
+  run apply -i w.st b1.dcr b2.dcr b3.dcr
+  want_rc 0 "resume" && same w.st s3.st "resume" && has e "2 bundles" "resume"
+}
+tcase "an in-place series that stopped part way resumes where the checkpoint stands" t_series_resume
+
+t_series_order() {
+  cp s0.st w.st
+  run apply -i w.st b1.dcr b3.dcr b2.dcr
+  want_rc 1 "out of order" && has e "out of order" "out of order" && has e "step=3" "metadata" &&
+    same w.st s0.st "out of order" || return
+  run apply s0.st b2.dcr b3.dcr -o out2.st
+  want_rc 1 "wrong start" && has e DCR_E_BASE_MISMATCH "wrong start" && [ ! -e out2.st ] ||
+    fail "wrong start: output written"
+  cp o0.st w.st
+  run apply -i w.st b1.dcr b2.dcr
+  want_rc 1 "not in the series" && has e "not the base of any bundle" "not in the series" &&
+    same w.st o0.st "not in the series"
+}
+tcase "a series out of order, or on a checkpoint it does not start from, is refused before writing" t_series_order
+
+t_usage() {
+  run apply -i s0.st b1.dcr -o x.st
+  want_rc 2 "-o with --in-place" || return
+  run apply -i s0.st b1.dcr --verify fast
+  want_rc 2 "bad --verify" && has e "full, chunk or none" "bad --verify" || return
+  run apply -i - b1.dcr
+  want_rc 2 "in place on stdin" || return
+  run apply s0.st b1.dcr - -o x.st
+  want_rc 2 "series from stdin"
+}
+tcase "usage errors: -o with --in-place, a bad --verify, - in place or in a series" t_usage
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
