@@ -47,15 +47,15 @@ cc -O2 -o "$work/memcpy_bw" bench/memcpy_bw.c
 bw=$("$work/memcpy_bw")
 threads=$(nproc)
 
-# time_cmd N OUT CMD... -> "median min max peak_rss_kib" over N runs (seconds).
-# Before each run, untimed, OUT (the file CMD writes) is removed and dirty pages
-# are written back: replacing a file whose pages are still dirty, or writing past
-# the kernel's dirty limits, costs a run the writeback of the ones before it.
-time_cmd() {
-  local n=$1 out=$2; shift 2
+# time_runs N PREP CMD... -> "median min max peak_rss_kib" over N runs (seconds).
+# Before each run, untimed, PREP (a shell command) runs and dirty pages are written
+# back: replacing a file whose pages are still dirty, or writing past the kernel's
+# dirty limits, costs a run the writeback of the ones before it.
+time_runs() {
+  local n=$1 prep=$2; shift 2
   local t rss=0 ts=()
   for _ in $(seq "$n"); do
-    rm -f "$out"
+    sh -c "$prep"
     sync
     /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
       echo "bench: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
@@ -65,23 +65,11 @@ time_cmd() {
   printf '%s\n' "${ts[@]}" | sort -g | awk -v rss="$rss" '
     { v[NR] = $1 } END { printf "%s %s %s %d\n", v[int((NR + 1) / 2)], v[1], v[NR], rss }'
 }
-
-# time_in_place N BASE WORK CMD... -> as time_cmd, for a command that patches WORK in
-# place: before each run, untimed, WORK is made a fresh copy of BASE.
-time_in_place() {
-  local n=$1 base=$2 work_file=$3; shift 3
-  local t rss=0 ts=()
-  for _ in $(seq "$n"); do
-    cp "$base" "$work_file"
-    sync
-    /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
-      echo "bench: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
-    read -r t r < "$work/time"
-    ts+=("$t"); [ "$r" -gt "$rss" ] && rss=$r
-  done
-  printf '%s\n' "${ts[@]}" | sort -g | awk -v rss="$rss" '
-    { v[NR] = $1 } END { printf "%s %s %s %d\n", v[int((NR + 1) / 2)], v[1], v[NR], rss }'
-}
+# time_cmd N OUT CMD...: CMD writes OUT, which each run starts without.
+time_cmd() { local n=$1 out=$2; shift 2; time_runs "$n" "rm -f '$out'" "$@"; }
+# time_in_place N BASE WORK CMD...: CMD patches WORK, which each run starts as a
+# fresh copy of BASE.
+time_in_place() { local n=$1 base=$2 w=$3; shift 3; time_runs "$n" "cp '$base' '$w'" "$@"; }
 
 row() { # name size_bytes target_bytes enc(4) app(4) changed
   awk -v name="$1" -v b="$2" -v t="$3" -v em="$4" -v en="$5" -v ex="$6" -v er="$7" \

@@ -26,12 +26,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
 #include <jansson.h>
 
 #include "dcr.h"
+#include "vectors_runner.h"
 
-static char root[4096];    /* the folder of index.json */
-static char workdir[4096]; /* a temporary folder */
 
 static int code_of(const char *name) {
   for (int c = 0; c < DCR_ERROR_COUNT_; c++)
@@ -39,31 +39,6 @@ static int code_of(const char *name) {
   return -1;
 }
 
-/* The whole file, or NULL if it cannot be read; *size its length. */
-static uint8_t *slurp(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  uint8_t *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n == cap) {
-      cap = cap ? 2 * cap : 65536;
-      uint8_t *p = realloc(buf, cap);
-      if (!p) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = p;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (!got) break;
-  }
-  fclose(f);
-  *size = n;
-  return buf;
-}
 
 static int spit(const char *path, const uint8_t *p, size_t n) {
   FILE *f = fopen(path, "wb");
@@ -174,35 +149,7 @@ static void play(void **state) {
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("DCR_JOURNAL_VECTORS");
   if (!dir || !*dir) dir = "testvectors/journal-v1";
-  char path[4096 + 16];
-  snprintf(path, sizeof path, "%s/index.json", dir);
-  json_error_t e;
-  json_t *index = json_load_file(path, 0, &e);
-  if (!index) {
-    fprintf(stderr, "test_journal_vectors: cannot load %s: %s\n", path, e.text);
-    return 1;
-  }
-  const char *r = json_string_value(json_object_get(index, "root"));
-  snprintf(root, sizeof root, "%s/%s", dir, r ? r : ".");
-  snprintf(workdir, sizeof workdir, "%s/dcr-journals.XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(workdir)) {
-    perror("test_journal_vectors: mkdtemp");
-    return 1;
-  }
-  const json_t *vectors = json_object_get(index, "vectors");
-  size_t n = json_array_size(vectors);
-  struct CMUnitTest *tests = calloc(n ? n : 1, sizeof *tests);
-  if (!tests) return 1;
-  for (size_t i = 0; i < n; i++) {
-    json_t *v = json_array_get(vectors, i);
-    tests[i].name = json_string_value(json_object_get(v, "name"));
-    tests[i].test_func = play;
-    tests[i].initial_state = v;
-  }
-  int failed = _cmocka_run_group_tests("journal-vectors", tests, n, NULL, NULL);
-  free(tests);
-  json_decref(index);
+  int failed = run_vectors("journal-vectors", dir, "name");
   char ck[8192];
   snprintf(ck, sizeof ck, "%s/ckpt", workdir);
   unlink(ck);

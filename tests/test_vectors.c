@@ -24,12 +24,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
 #include <jansson.h>
 
 #include "dcr.h"
+#include "vectors_runner.h"
 
-static char root[4096];   /* testvectors/v1 */
-static char workdir[4096];
 
 static int code_of(const char *name) {
   for (int c = 0; c < DCR_ERROR_COUNT_; c++)
@@ -44,26 +44,6 @@ static const char *file_path(const json_t *v, const char *role, char *out, size_
   return out;
 }
 
-static uint8_t *slurp(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  uint8_t *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n == cap) {
-      cap = cap ? 2 * cap : 65536;
-      uint8_t *p = realloc(buf, cap);
-      if (!p) break;
-      buf = p;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (!got) break;
-  }
-  fclose(f);
-  *size = n;
-  return buf;
-}
 
 typedef struct {
   int codes[64];
@@ -185,33 +165,7 @@ static void play(void **state) {
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("DCR_TESTVECTORS");
   if (!dir || !*dir) dir = "testvectors";
-  char path[4096];
-  snprintf(path, sizeof path, "%s/index.json", dir);
-  json_error_t e;
-  json_t *index = json_load_file(path, 0, &e);
-  if (!index) {
-    fprintf(stderr, "test_vectors: cannot load %s: %s\n", path, e.text);
-    return 1;
-  }
-  snprintf(root, sizeof root, "%s/%s", dir, json_string_value(json_object_get(index, "root")));
-  snprintf(workdir, sizeof workdir, "%s/dcr-vectors.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(workdir)) {
-    perror("test_vectors: mkdtemp");
-    return 1;
-  }
-  const json_t *vectors = json_object_get(index, "vectors");
-  size_t n = json_array_size(vectors);
-  struct CMUnitTest *tests = calloc(n ? n : 1, sizeof *tests);
-  if (!tests) return 1;
-  for (size_t i = 0; i < n; i++) {
-    json_t *v = json_array_get(vectors, i);
-    tests[i].name = json_string_value(json_object_get(v, "id"));
-    tests[i].test_func = play;
-    tests[i].initial_state = v;
-  }
-  int failed = _cmocka_run_group_tests("vectors", tests, n, NULL, NULL);
-  free(tests);
-  json_decref(index);
+  int failed = run_vectors("vectors", dir, "id");
   rmdir(workdir);
   return failed;
 }
