@@ -75,37 +75,70 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
   return DCR_OK;
 }
 
-static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
-                        unsigned esize, int op, uint8_t *chunk, dcr_detail *d) {
-  /* Without a chunk only zero values can be caught: a vectorizable count first,
-   * the element-by-element loop only to say which one. */
-  if (!chunk && (op == DCR__OP_OVERWRITE || dcr__planes_nonzero(planes, count, esize) == count))
-    return DCR_OK;
-  if (chunk && op != DCR__OP_OVERWRITE && dcr__planes_nonzero(planes, count, esize) == count) {
-    dcr__scatter(chunk, dd->pos, planes, count, esize, op);
-    return DCR_OK;
-  }
+/* Zero XOR or delta values change nothing (R-ENC-2): a vectorizable count first,
+ * the element-by-element loop only to say which one. */
+static int check_nonzero(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
+                         unsigned esize, dcr_detail *d) {
+  if (dcr__planes_nonzero(planes, count, esize) == count) return DCR_OK;
   for (size_t i = 0; i < count; i++) {
-    uint8_t *e = chunk ? chunk + (size_t)dd->pos[i] * esize : NULL;
-    uint8_t v[8], any = 0, same = 1;
-    for (unsigned b = 0; b < esize; b++) {
-      v[b] = planes[b * count + i];
-      any |= v[b];
-      if (e) same &= e[b] == v[b];
-    }
-    /* a zero XOR or delta, or an overwrite with the same bits, changes nothing */
-    if (op == DCR__OP_OVERWRITE ? (e && same) : !any)
+    uint8_t any = 0;
+    for (unsigned b = 0; b < esize; b++) any |= planes[b * count + i];
+    if (!any)
       return dcr__fail(d, DCR_E_ENCODING, "position %zu (element %u) does not change", i,
                        dd->pos[i]);
-    if (!e) continue;
-    if (op == DCR__OP_XOR)
-      for (unsigned b = 0; b < esize; b++) e[b] ^= v[b];
-    else if (op == DCR__OP_OVERWRITE)
-      memcpy(e, v, esize);
-    else
-      dcr__delta_apply(e, v, esize);
   }
   return DCR_OK;
+}
+
+/* Applies values first..last-1 of a sparse chunk's `count` to chunk's bytes (XOR
+ * and delta values already checked). An overwrite with the bits already there
+ * changes nothing (R-ENC-3). */
+static int apply_range(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
+                       size_t first, size_t last, unsigned esize, int op, uint8_t *chunk,
+                       dcr_detail *d) {
+  if (op != DCR__OP_OVERWRITE) {
+    dcr__scatter(chunk, dd->pos, planes, count, first, last, esize, op);
+    return DCR_OK;
+  }
+  for (size_t i = first; i < last; i++) {
+    uint8_t *e = chunk + (size_t)dd->pos[i] * esize, v[8], same = 1;
+    for (unsigned b = 0; b < esize; b++) {
+      v[b] = planes[b * count + i];
+      same &= e[b] == v[b];
+    }
+    if (same)
+      return dcr__fail(d, DCR_E_ENCODING, "position %zu (element %u) does not change", i,
+                       dd->pos[i]);
+    memcpy(e, v, esize);
+  }
+  return DCR_OK;
+}
+
+static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
+                        unsigned esize, int op, uint8_t *chunk, dcr_detail *d) {
+  int rc = op == DCR__OP_OVERWRITE ? DCR_OK : check_nonzero(dd, planes, count, esize, d);
+  if (rc || !chunk) return rc;
+  return apply_range(dd, planes, count, 0, count, esize, op, chunk, d);
+}
+
+int dcr__apply_sparse_pieces(const dcr__chunk_decoder *dd, const dcr__chunk *c,
+                             const uint8_t *planes, unsigned esize, size_t n,
+                             const uint8_t *from, uint8_t *out, uint8_t *input_digests,
+                             uint8_t *out_digests, dcr_detail *d) {
+  size_t count = c->count, bytes = n * esize, k = 0, piece = 0;
+  int op = dcr__enc_op(c->encoding);
+  int rc = op == DCR__OP_OVERWRITE ? DCR_OK : check_nonzero(dd, planes, count, esize, d);
+  for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
+    size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE, end = (at + length) / esize;
+    dcr__pieces(from + at, length, input_digests + 16 * piece);
+    memcpy(out + at, from + at, length);
+    size_t next = k;
+    while (next < count && dd->pos[next] < end) next++;
+    if (!rc) rc = apply_range(dd, planes, count, k, next, esize, op, out, d);
+    k = next;
+    dcr__pieces(out + at, length, out_digests + 16 * piece);
+  }
+  return rc;
 }
 
 int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,

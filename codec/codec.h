@@ -41,10 +41,10 @@ DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize
 #define DCR__UNZIGZAG(T, z) ((T)(((T)(z) >> 1) ^ (T)(0 - (T)((z) & 1))))
 
 /* ---- scatter.c: sparse values applied at their positions, the hot loop of a
- * patch in memory; op is DCR__OP_XOR or DCR__OP_DELTA, planes as §9.1 lays them
- * out (count elements). */
+ * patch in memory: values first..last-1 of `count`, laid out in planes as §9.1
+ * says; op is DCR__OP_XOR or DCR__OP_DELTA. */
 DCR_HIDDEN void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t *planes,
-                             size_t count, unsigned esize, int op);
+                             size_t count, size_t first, size_t last, unsigned esize, int op);
 
 /* ---- positions.c: position streams (§9.1) */
 /* The longest position stream in an n-element chunk: the parameter byte, then at
@@ -120,6 +120,16 @@ DCR_HIDDEN int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
 DCR_HIDDEN int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
                                   const uint8_t *planes, unsigned esize, size_t n,
                                   uint8_t *chunk, dcr_detail *d);
+/* For a sparse chunk whose streams dcr__chunk_streams decoded: copies `input` to
+ * `out` one 4096-byte piece at a time, applies the values that fall in the piece,
+ * and writes the digests (§7) of the piece before and after, all while it is in
+ * cache. Returns the first rule the values break (R-ENC-2, R-ENC-3); every digest
+ * of the input is written even then. */
+DCR_HIDDEN int dcr__apply_sparse_pieces(const dcr__chunk_decoder *dd, const dcr__chunk *c,
+                                        const uint8_t *planes, unsigned esize, size_t n,
+                                        const uint8_t *input, uint8_t *out,
+                                        uint8_t *input_digests, uint8_t *out_digests,
+                                        dcr_detail *d);
 /* Both: decodes `data` (the encoded data after the chunk record) for a chunk of n
  * elements and, if `chunk` is not NULL, applies it to chunk's bytes in place.
  * Checks every rule of §9 that the presence or absence of `chunk` allows. */

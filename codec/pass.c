@@ -146,25 +146,39 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
  * is not left alone: a changed chunk's base cannot, and a retried apply is
  * recognized as a whole by the target's state id (§10.2). */
 static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, unsigned esize) {
-  int check = p->spec.verify != DCR_VERIFY_NONE;
-  size_t bytes = s->chunk.bytes;
-  if (check || !p->spec.changed_only)
-    s->pieces = dcr__pieces_copy(s->out, s->chunk.input, bytes, s->input_pieces);
-  else
-    memcpy(s->out, s->chunk.input, bytes);
-  if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check))
-    return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
-                     "bundle's base checksum");
-  const uint8_t *payload;
+  int check = p->spec.verify != DCR_VERIFY_NONE, digests = check || !p->spec.changed_only;
+  size_t bytes = s->chunk.bytes, n = bytes / esize;
+  const uint8_t *payload, *planes = NULL;
   int rc = dcr__source_get(&p->spec.r->src, c->offset + DCR__SECTION_HEADER_SIZE,
                            (size_t)c->payload_length, &s->scratch, &s->scratch_capacity, &payload,
                            &s->detail);
   if (rc) return rc;
-  rc = dcr__decode_chunk(&s->dec, c, payload + DCR__RECORD_SIZE,
-                         (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize, s->out,
-                         &s->detail);
-  if (rc) return rc;
-  if (check || !p->spec.changed_only) dcr__pieces(s->out, bytes, s->out_pieces);
+  /* The streams are decoded first, but what they (or the values) break is reported
+   * after base_check, in the order of R-APL-2. A sparse chunk is then copied,
+   * patched and hashed piece by piece, in cache; a dense one in three passes. */
+  dcr_detail held_detail;
+  dcr__detail_init(&held_detail);
+  int held = dcr__chunk_streams(&s->dec, c, payload + DCR__RECORD_SIZE,
+                                (size_t)c->payload_length - DCR__RECORD_SIZE, esize, n, &planes,
+                                &held_detail);
+  int piecewise = !held && dcr__enc_sparse(c->encoding);
+  if (piecewise) {
+    held = dcr__apply_sparse_pieces(&s->dec, c, planes, esize, n, s->chunk.input, s->out,
+                                    s->input_pieces, s->out_pieces, &held_detail);
+    s->pieces = DCR__PIECES(bytes);
+  } else if (digests) {
+    s->pieces = dcr__pieces_copy(s->out, s->chunk.input, bytes, s->input_pieces);
+  } else {
+    memcpy(s->out, s->chunk.input, bytes);
+  }
+  if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check))
+    return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
+                     "bundle's base checksum");
+  if (held) return s->detail = held_detail, held;
+  if (!piecewise) {
+    if ((rc = dcr__apply_streams(&s->dec, c, planes, esize, n, s->out, &s->detail))) return rc;
+    if (digests) dcr__pieces(s->out, bytes, s->out_pieces);
+  }
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
     return dcr__fail(&s->detail, DCR_E_TARGET_MISMATCH, "applied chunk does not match the "
                      "bundle's target checksum");

@@ -13,9 +13,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dcr needs a little-en
 #define AHEAD 16 /* elements: changes are ~100 apart, so each is a cache miss */
 
 #define SCATTER(T)                                                               \
-  for (size_t i = 0; i < count; i++) {                                           \
+  for (size_t i = first; i < last; i++) {                                        \
     T v = 0, e;                                                                  \
-    if (i + AHEAD < count) __builtin_prefetch(chunk + (size_t)pos[i + AHEAD] * sizeof(T), 1); \
+    if (i + AHEAD < last) __builtin_prefetch(chunk + (size_t)pos[i + AHEAD] * sizeof(T), 1); \
     for (unsigned b = 0; b < sizeof(T); b++) v |= (T)((T)planes[b * count + i] << (8 * b)); \
     uint8_t *p = chunk + (size_t)pos[i] * sizeof(T);                             \
     memcpy(&e, p, sizeof(T));                                                    \
@@ -25,7 +25,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dcr needs a little-en
   }
 
 void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t *planes, size_t count,
-                  unsigned esize, int op) {
+                  size_t first, size_t last, unsigned esize, int op) {
   switch (esize) {
     case 1: SCATTER(uint8_t) break;
     case 2: SCATTER(uint16_t) break;
