@@ -97,7 +97,7 @@ unit: $(TESTS) ## Build and run the cmocka unit tests
 
 check: unit $(BUILD)/dcr vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
 	bash tests/cli_test.sh $(BUILD)/dcr
-	bash tests/crash_test.sh $(BUILD)/dcr 20
+	bash tests/crash_test.sh $(BUILD)/dcr 24
 	bash tests/cli_id_test.sh $(BUILD)/dcr
 	bash tests/cli_refit_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors

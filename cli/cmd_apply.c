@@ -32,7 +32,7 @@ static const char usage[] =
     "                       bundle applied twice corrupts the checkpoint)\n"
     "      --threads N      worker threads (default: all cores)\n"
     "      --no-sync        no fsync: survives a killed process, not a power loss\n"
-    "  -f, --force          replace OUT if it exists\n" CLI_COMMON_HELP;
+    "  -f, --force          replace OUT if it exists\n";
 
 typedef struct {
   const char *path;
@@ -174,8 +174,9 @@ static int run_in_place(job *j, const char *ckpt) {
   char a[32], b[32];
   if (recovered || total.recovered)
     fprintf(stderr, "%s: finished an apply that had been interrupted (from its journal)\n", ckpt);
-  if (start == j->n || (j->n - start == 1 && total.already_target))
-    fprintf(stderr, "%s: already at the target; nothing to do\n", ckpt);
+  if (start == j->n || (j->n - start == 1 && total.already_target)) {
+    if (!recovered && !total.recovered) fprintf(stderr, "%s: already at the target; nothing to do\n", ckpt);
+  }
   else
     fprintf(stderr, "%s: patched in place (%d bundle%s, %llu chunks, %s written, journal %s), "
             "target state %s\n", ckpt, j->n - start, j->n - start == 1 ? "" : "s",

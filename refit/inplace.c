@@ -147,7 +147,7 @@ static int commit_and_replay(inplace *ip, dcr_detail *d) {
   if (!rc && !j.committed) rc = dcr__fail(d, DCR_E_IO, "the journal reads back uncommitted");
   if (!rc) rc = dcr__journal_replay(&j, jfd, ip->fd, p->threads, p->faults, 0,
                                     &p->stats.bytes_written, d);
-  if (rc) dcr__detail_file(d, ip->journal);
+  if (rc) dcr__detail_file(d, rc == DCR_E_JOURNAL ? ip->journal : ip->path);
   if (!rc && p->sync && (rc = dcr__wio_sync(p->faults, ip->fd, d))) dcr__detail_file(d, ip->path);
   if (!rc && unlink(ip->journal))
     rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal %s: %s", ip->journal, strerror(errno));
@@ -207,12 +207,22 @@ int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
   memset(&p->stats, 0, sizeof p->stats);
   dcr_reader *r = p->r;
   inplace ip = {.p = p, .path = path, .fd = -1, .jw = {.fd = -1}};
+  uint8_t recovered_state[16];
   int recovered = 0, rc = dcr__journal_path(path, ip.journal, sizeof ip.journal, d);
   if (!rc && (ip.fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
     rc = dcr__fail(d, DCR_E_IO, "cannot open for writing: %s", strerror(errno));
   if (!rc) rc = dcr__lock_checkpoint(ip.fd, d);
-  if (!rc) rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered, d);
+  if (!rc)
+    rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered,
+                              recovered_state, d);
   p->stats.recovered = recovered;
+  /* The same bundle's interrupted apply, now finished: applying it again would be
+   * a second apply, which NONE could not tell from a first. */
+  if (!rc && recovered && !memcmp(recovered_state, r->target_state, 16)) {
+    p->stats.already_target = 1;
+    close(ip.fd);
+    return DCR_OK;
+  }
   if (!rc) rc = dcr__checkpoint_read(ip.fd, r->man.kind, &r->lim, &ip.ck, d);
   if (!rc && !(ip.offsets = calloc((size_t)r->man.entry_count + 1, sizeof *ip.offsets)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");

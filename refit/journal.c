@@ -202,7 +202,7 @@ static int read_header(const uint8_t *h, uint64_t size, dcr__journal *j, int *to
   if (memcmp(h, MAGIC, 8)) return malformed(d, 0, "not a dcr apply journal (bad magic)");
   /* A newer layout may keep no check where this one does: it is never dropped. */
   if (dcr__le16(h + 8) != MAJOR) {
-    dcr__detail_at(d, "", 8);
+    dcr__detail_at(d, NULL, 8); /* no section: "" would be read as 4 bytes */
     return dcr__fail(d, DCR_E_JOURNAL, "journal of major version %u; this reader knows %u only",
                      dcr__le16(h + 8), MAJOR);
   }
@@ -416,7 +416,8 @@ int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd, unsi
 /* ---- recovering */
 
 int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threads,
-                         dcr__faults *faults, int *recovered, dcr_detail *d) {
+                         dcr__faults *faults, int *recovered, uint8_t target_state[16],
+                         dcr_detail *d) {
   char path[4200];
   *recovered = 0;
   int rc = dcr__journal_path(ckpt, path, sizeof path, d);
@@ -434,6 +435,7 @@ int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threa
   if (!rc && unlink(path)) rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal: %s", strerror(errno));
   if (!rc && sync) rc = dcr__wio_sync_dir(faults, path, d);
   if (!rc) *recovered = j.committed;
+  if (!rc && j.committed && target_state) memcpy(target_state, j.target_state, 16);
   if (rc) dcr__detail_file(d, path);
   dcr__journal_free(&j);
   close(fd);
@@ -449,7 +451,7 @@ int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
   int rc = dcr__lock_checkpoint(fd, d);
-  if (!rc) rc = dcr__journal_recover(path, fd, sync, 0, NULL, recovered, d);
+  if (!rc) rc = dcr__journal_recover(path, fd, sync, 0, NULL, recovered, NULL, d);
   if (rc && !d->file[0]) dcr__detail_file(d, path);
   close(fd);
   return rc;

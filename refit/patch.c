@@ -53,7 +53,9 @@ void dcr__patch_set_faults(dcr_patch *p, dcr__faults *faults) { p->faults = faul
 
 int dcr__wio_write(dcr__faults *f, int fd, const void *buf, size_t length, uint64_t offset,
                    dcr_detail *d) {
-  if (f && ++f->writes == f->fail_write) {
+  /* Atomic: replay writes from several threads; which write is the k-th then
+   * depends on timing, but exactly one fails. */
+  if (f && __atomic_add_fetch(&f->writes, 1, __ATOMIC_RELAXED) == f->fail_write) {
     size_t torn = f->torn < length ? f->torn : length;
     if (torn) dcr__pwrite_full(fd, buf, torn, offset, NULL);
     return dcr__fail(d, DCR_E_IO, "write failed at offset %llu: %s (injected)",
@@ -63,7 +65,7 @@ int dcr__wio_write(dcr__faults *f, int fd, const void *buf, size_t length, uint6
 }
 
 int dcr__wio_sync(dcr__faults *f, int fd, dcr_detail *d) {
-  if (f && ++f->syncs == f->fail_sync)
+  if (f && __atomic_add_fetch(&f->syncs, 1, __ATOMIC_RELAXED) == f->fail_sync)
     return dcr__fail(d, DCR_E_IO, "fsync failed: %s (injected)", strerror(f->error));
   /* Linux reports a failed writeback once; the data may be lost, so it is an error
    * that stops the apply, never retried as if it had worked. */

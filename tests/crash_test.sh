@@ -7,7 +7,7 @@
 # Makes a pair with `dcr synth` (CRASH_SIZE bytes, default 64M; 16M when COUNT < 50,
 # to keep `make check` short), a second step of the same layout, and the bundles
 # base->t1 and t1->t2. Then COUNT times: copies the base to a work file, starts
-#   dcr apply --in-place WORK BUNDLE... [--no-sync] --verify full|chunk
+#   dcr apply --in-place WORK BUNDLE... [--no-sync] --verify full|chunk|none
 # (the options and a single bundle or the series of two cycle from run to run),
 # sleeps a random time between 0 and a clean run's duration, kill -9s it, and
 # checks that
@@ -65,20 +65,22 @@ JOURNAL=$WORK.dcr-journal
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
-# Configuration c (0..7): bit 0 --no-sync, bit 1 --verify chunk, bit 2 the series.
+# Configuration c (0..11): bit 0 --no-sync; (c >> 1) % 3 the level, full, chunk or
+# none; c >= 6 the series.
+LEVELS=(full chunk none)
 config_args() {
   local c=$1
   ARGS=("$WORK" "$W/b1.dcr")
   EXPECT=$W/t1
-  if (( c & 4 )); then ARGS+=("$W/b2.dcr"); EXPECT=$W/t2; fi
-  if (( c & 2 )); then ARGS+=(--verify chunk); else ARGS+=(--verify full); fi
+  if (( c >= 6 )); then ARGS+=("$W/b2.dcr"); EXPECT=$W/t2; fi
+  ARGS+=(--verify "${LEVELS[(c >> 1) % 3]}")
   if (( c & 1 )); then ARGS+=(--no-sync); fi
   ARGS+=(--no-progress)
 }
 
 # ---- a clean run of each configuration: its duration bounds the kill times
 declare -a DURATION
-for c in 0 1 2 3 4 5 6 7; do
+for c in 0 1 2 3 4 5 6 7 8 9 10 11; do
   config_args "$c"
   cp "$W/base" "$WORK" || die "cannot copy the base"
   t0=$(now_ms)
@@ -88,7 +90,7 @@ for c in 0 1 2 3 4 5 6 7; do
   [ -e "$JOURNAL" ] && die "clean run of configuration $c left a journal"
 done
 echo "crash_test: $COUNT runs, $SIZE checkpoints, seed $SEED; clean runs take" \
-     "${DURATION[*]} ms (configurations 0-7: bit 0 --no-sync, bit 1 chunk, bit 2 series)"
+     "${DURATION[*]} ms (configurations 0-11: bit 0 --no-sync, (c >> 1) % 3 full/chunk/none, c >= 6 series)"
 
 runs=0 mid=0 after=0 committed_journals=0 uncommitted_journals=0 recoveries=0 failures=0
 fail() {
@@ -97,7 +99,7 @@ fail() {
 }
 
 for ((i = 0; i < COUNT; i++)); do
-  c=$(( i % 8 ))
+  c=$(( i % 12 ))
   config_args "$c"
   cp "$W/base" "$WORK" || die "cannot copy the base"
   rm -f "$JOURNAL"

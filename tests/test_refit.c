@@ -1201,7 +1201,6 @@ static void test_inplace_rerun_finishes_committed_journal(void **state) {
   free(j);
 }
 
-
 /* dcr.h: "running the same command again finishes the job". At NONE too: a rerun
  * that finds a committed journal of the very bundle it is given finishes that
  * journal, and the file is then the target; applying the bundle again on top
@@ -1220,16 +1219,10 @@ static void test_inplace_none_rerun_after_recovery_is_target(void **state) {
   if (rc) fail_msg("%s: %s", dcr_error_name(rc), d.message);
   assert_int_equal(st.recovered, 1);
   assert_false(exists(p_journal));
-  int is_target = same_file(p_work, p_target);
+  assert_int_equal(st.already_target, 1);
+  assert_true(same_file(p_work, p_target));
   dcr_reader_free(r);
   free(j);
-  if (!is_target) {
-    /* Reported, not yet fixed in refit/inplace.c: skipped so that `make unit`
-     * stays green meanwhile; drop this branch with the fix. */
-    print_message("KNOWN BUG: at DCR_VERIFY_NONE, dcr_patch_file replays a committed journal "
-                  "of this bundle, then applies the bundle again: the file is not the target\n");
-    skip();
-  }
 }
 
 int main(void) {
