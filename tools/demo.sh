@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: a realistic BF16 base/target pair (~1% of values change, as between
-# two RL steps), encoded, validated, applied and compared byte for byte.
+# two RL steps), encoded, validated, applied and compared byte for byte, then
+# patched in place as a rollout worker would.
 set -eu
 dcr=${1:-build/dcr}
 size=${DEMO_SIZE:-256M}
@@ -36,7 +37,16 @@ fi
 sed 's/^/   /' "$work/err"
 [ ! -e "$work/wrong.safetensors" ] && echo "   (no output file left behind)"
 
-echo "== 7. summary"
+echo "== 7. on the worker: patch the checkpoint in place (only changed chunks are written,"
+echo "   through a crash-safe journal), then once more, as a retried job would"
+cp "$work/base.safetensors" "$work/worker.safetensors"
+$dcr apply --in-place "$work/worker.safetensors" "$work/step.dcr"
+$dcr apply --in-place "$work/worker.safetensors" "$work/step.dcr"
+cmp "$work/worker.safetensors" "$work/target.safetensors"
+echo "   state ids (dcr id): the worker's checkpoint is now the bundle's target"
+$dcr id "$work/worker.safetensors" "$work/target.safetensors" | sed "s|$work/|   |"
+
+echo "== 8. summary"
 target=$(wc -c < "$work/target.safetensors")
 bundle=$(wc -c < "$work/step.dcr")
 awk -v t="$target" -v b="$bundle" 'BEGIN {
