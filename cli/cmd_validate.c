@@ -111,6 +111,12 @@ int cmd_validate(int argc, char **argv) {
   int base_rc = chunks && base ? dcr_apply(r, base, NULL, &aopt, &d) : DCR_OK;
   int base_ok = chunks && base && check(&rp, "base", base_rc, &d);
   if (!json && base_rc == DCR_E_BASE_MISMATCH) cli_explain_mismatch(r, base, base_rc);
+  /* An apply succeeds on the bundle's target too (§10.2): say which it was. A base
+   * fails this check at its first changed tensor, so it costs little. */
+  dcr_bundle_info info;
+  if (structure) dcr_reader_info(r, &info);
+  int base_is_target = base_ok && memcmp(info.base_state, info.target_state, 16) &&
+                       dcr_check_target(r, base, &aopt, NULL) == DCR_OK;
   int target_rc = chunks && target ? dcr_check_target(r, target, &aopt, &d) : DCR_OK;
   int target_ok = chunks && target && check(&rp, "target", target_rc, &d);
   if (!json && target_rc == DCR_E_TARGET_MISMATCH) cli_explain_mismatch(r, target, target_rc);
@@ -123,17 +129,18 @@ int cmd_validate(int argc, char **argv) {
                                   check_json(structure, chunks), "base",
                                   check_json(chunks && base, base_ok), "target",
                                   check_json(chunks && target, target_ok)));
+    if (base_ok) json_object_set_new(doc, "base_is_target", json_boolean(base_is_target));
     json_dumpf(doc, stdout, JSON_INDENT(2));
     fputc('\n', stdout);
     json_decref(doc);
   } else {
     json_decref(rp.errors);
-    if (valid && !common.quiet) {
-      dcr_bundle_info info;
-      dcr_reader_info(r, &info);
+    if (valid && !common.quiet)
       printf("%s: valid (%llu chunks%s%s)\n", rp.bundle, (unsigned long long)info.chunk_count,
-             base ? ", applies to the base" : "", target ? ", produces the target" : "");
-    }
+             !base             ? ""
+             : base_is_target ? ", the base given is already its target: applying it changes nothing"
+                              : ", applies to the base",
+             target ? ", produces the target" : "");
   }
   dcr_reader_free(r);
   free(mem);

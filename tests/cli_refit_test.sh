@@ -62,6 +62,16 @@ t_twice() {
 }
 tcase "a bundle applied to its own target succeeds and changes nothing (R-APL-5)" t_twice
 
+t_validate_says_which() {
+  run validate b1.dcr --base s1.st
+  want_rc 0 "target as base" && has o "already its target" "target as base" || return
+  run validate b1.dcr --base s0.st
+  want_rc 0 "base" && has o "applies to the base" "base" || return
+  run validate b1.dcr --base s1.st --json
+  want_rc 0 "json" && [ "$(jget o 'j["base_is_target"]')" = True ] || fail "json: base_is_target"
+}
+tcase "validate --base says whether the input is the base or already the target (§10.2)" t_validate_says_which
+
 t_wrong_base() {
   for level in full chunk; do
     cp o0.st w.st
