@@ -115,8 +115,10 @@ typedef struct {
  * DCR_OK with committed = 0. */
 DCR_HIDDEN int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d);
 DCR_HIDDEN void dcr__journal_free(dcr__journal *j);
-/* Replays a committed journal onto the checkpoint fd (§18.4): every region first
- * checked, then written (unless check_only). Idempotent. */
+/* Replays a committed journal onto the checkpoint fd (§18.4). check_only: reads
+ * each region and checks that the record applied to it gives region_check, writing
+ * nothing; otherwise writes each region with its record applied, unchecked (a
+ * recovery runs the checking pass first). Idempotent. */
 DCR_HIDDEN int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd,
                                    unsigned threads, dcr__faults *faults, int check_only,
                                    uint64_t *written, dcr_detail *d);
