@@ -28,8 +28,8 @@ static const char usage[] =
     "                       Needs the target's layout to be the base's\n"
     "      --verify LEVEL   in-place and series steps: full (default: every tensor\n"
     "                       hash, reads the whole checkpoint), chunk (checksums of\n"
-    "                       the changed chunks only), none (trusted: no checks; a\n"
-    "                       bundle applied twice corrupts the checkpoint)\n"
+    "                       the changed chunks only), none (trusted: one chunk is\n"
+    "                       looked at, to recognize a bundle applied twice)\n"
     "      --threads N      worker threads (default: all cores)\n"
     "      --no-sync        no fsync: survives a killed process, not a power loss\n"
     "  -f, --force          replace OUT if it exists\n";

@@ -223,7 +223,7 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   s->chunk.result_pieces = s->input_pieces;
   /* A changed chunk's input is hashed as it is copied (apply_record). */
   if (!rc && (!c || p->spec.as_target) &&
-      (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only))
+      (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only || p->spec.as_target))
     s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
   if (!rc && c)
     rc = p->spec.as_target ? check_as_target(s, c)

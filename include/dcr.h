@@ -323,7 +323,7 @@ DCR_API int dcr_check_target(dcr_reader *reader, const char *path,
  * first byte of the caller's state changes, so a wrong base (or one wrong in a
  * single chunk) leaves that state exactly as it was. A checkpoint that already is
  * the bundle's target is left as it is and the call succeeds (§10.2), so retried
- * jobs and bundles received twice are harmless (except at DCR_VERIFY_NONE).
+ * jobs and bundles received twice are harmless.
  *
  * Options arrive through setters, so that new ones never change a struct that
  * callers allocate.
@@ -338,8 +338,9 @@ typedef enum {
    * bytes give target_check. Reads only changed chunks; unchanged chunks and
    * tensors the bundle does not touch are not checked. */
   DCR_VERIFY_CHUNK = 1,
-  /* Trusted: decode and patch only, for callers that verify by other means. It
-   * cannot tell a base from a target: a bundle applied twice corrupts the weights. */
+  /* Trusted, for callers that verify by other means: decode and patch, after one
+   * look at the first changed chunk so that a bundle applied twice is recognized
+   * (and a wholly wrong base refused). Wrong bytes elsewhere go undetected. */
   DCR_VERIFY_NONE = 2
 } dcr_verify;
 

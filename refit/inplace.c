@@ -163,6 +163,21 @@ static void drop_journal(inplace *ip) {
   unlink(ip->journal);
 }
 
+/* NONE's one look at the file (dcr__probe). */
+static int probe_file(inplace *ip, int *as_target, dcr_detail *d) {
+  const dcr_reader *r = ip->p->r;
+  const dcr__chunk *c = dcr__probe_chunk(r);
+  if (!c) return DCR_OK;
+  size_t n = dcr__chunk_bytes(&r->man, &r->man.entries[c->tensor], c->chunk);
+  uint8_t *bytes = malloc(n + 1);
+  int rc = bytes ? dcr__pread_full(ip->fd, bytes, n, ip->offsets[c->tensor] +
+                                                         (uint64_t)c->chunk * r->man.chunk_size, d)
+                 : dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  if (!rc) rc = dcr__probe(r, c, bytes, as_target, d);
+  free(bytes);
+  return rc;
+}
+
 /* One attempt at §10: the file taken as the base, or as the target already. */
 static int attempt(inplace *ip, int as_target, dcr_detail *d) {
   dcr_patch *p = ip->p;
@@ -177,6 +192,12 @@ static int attempt(inplace *ip, int as_target, dcr_detail *d) {
   dcr__pass *pass = NULL;
   int rc = dcr__match_checkpoint(m, &ip->ck, as_target, ip->offsets, d);
   if (!rc) rc = check_layout(ip, d);
+  /* NONE looks at one chunk, so that a bundle applied twice is not applied again:
+   * if that chunk is the target's, the file is taken as the target, whose changed
+   * chunks are then all checked (the rare case pays for being sure). */
+  if (!rc && !as_target && p->verify == DCR_VERIFY_NONE &&
+      !(rc = probe_file(ip, &spec.as_target, d)))
+    ip->as_target = spec.as_target;
   if (!rc) rc = dcr__pass_init(&pass, &spec, d);
   if (!rc) rc = make_builders(ip, dcr__pass_slots(pass), d);
   if (!rc) rc = dcr__journal_create(&ip->jw, ip->journal, ip->ck.file_size, r->base_state,
@@ -194,7 +215,7 @@ static int attempt(inplace *ip, int as_target, dcr_detail *d) {
   dcr__pass_free(pass);
   free_builders(ip);
   if (!rc && ip->jw.records) rc = commit_and_replay(ip, d);
-  else if (!rc) p->stats.already_target = as_target;
+  else if (!rc) p->stats.already_target = ip->as_target;
   if (ip->jw.fd >= 0 && !ip->committed && (rc || !ip->jw.records)) drop_journal(ip);
   if (ip->jw.fd >= 0) close(ip->jw.fd), ip->jw.fd = -1;
   return rc;

@@ -195,6 +195,11 @@ int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_det
   patcher pt = {.p = p, .buf = calloc((size_t)m->entry_count + 1, sizeof *pt.buf)};
   if (!pt.buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   int rc = resolve_all(&pt, resolve, opaque, d);
+  const dcr__chunk *c = p->verify == DCR_VERIFY_NONE ? dcr__probe_chunk(p->r) : NULL;
+  if (!rc && c)
+    rc = dcr__probe(p->r, c, (const uint8_t *)pt.buf[c->tensor].data +
+                                 (uint64_t)c->chunk * m->chunk_size,
+                    &p->stats.already_target, d);
   if (!rc && p->verify != DCR_VERIFY_NONE) {
     rc = check(&pt, 0, d);
     /* Not the base: perhaps the target already (§10.2). If not that either, the

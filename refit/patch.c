@@ -83,3 +83,25 @@ int dcr__wio_sync_dir(dcr__faults *f, const char *path, dcr_detail *d) {
   close(fd);
   return rc;
 }
+
+const dcr__chunk *dcr__probe_chunk(const dcr_reader *r) {
+  for (uint64_t k = 0; k < r->chunk_count; k++)
+    if (dcr__entry_delta_coded(&r->man.entries[r->chunks[k].tensor])) return &r->chunks[k];
+  return NULL;
+}
+
+int dcr__probe(const dcr_reader *r, const dcr__chunk *c, const uint8_t *bytes, int *as_target,
+               dcr_detail *d) {
+  size_t n = dcr__chunk_bytes(&r->man, &r->man.entries[c->tensor], c->chunk);
+  uint8_t *digests = malloc(16 * DCR__PIECES(n) + 16);
+  if (!digests) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  uint64_t check = dcr__pieces_check(digests, dcr__pieces(bytes, n, digests));
+  free(digests);
+  *as_target = DCR__CHECKSUM_OK(check == c->target_check) && check != c->base_check;
+  if (DCR__CHECKSUM_OK(check == c->base_check) || *as_target) return DCR_OK;
+  const dcr__entry *e = &r->man.entries[c->tensor];
+  dcr__detail_tensor(d, c->tensor, e->name, e->name_length);
+  dcr__detail_chunk(d, c->chunk);
+  return dcr__fail(d, DCR_E_BASE_MISMATCH, "chunk's bytes match neither the bundle's base nor "
+                   "its target");
+}

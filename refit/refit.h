@@ -36,6 +36,13 @@ struct dcr_patch {
   dcr__faults *faults; /* NULL but in tests */
 };
 
+/* DCR_VERIFY_NONE's one look at the input (SPEC.md §10.3): the first changed chunk
+ * of a delta-coded tensor (NULL if there is none) gives base_check, or target_check
+ * (*as_target = 1: the bundle was applied already), or neither: BASE_MISMATCH. */
+DCR_HIDDEN const dcr__chunk *dcr__probe_chunk(const dcr_reader *r);
+DCR_HIDDEN int dcr__probe(const dcr_reader *r, const dcr__chunk *c, const uint8_t *bytes,
+                          int *as_target, dcr_detail *d);
+
 /* Test hook: faults for every later write and fsync of this patch (NULL: none). */
 DCR_HIDDEN void dcr__patch_set_faults(dcr_patch *p, dcr__faults *faults);
 

@@ -514,10 +514,9 @@ static void test_memory_apply_every_level_gives_target(void **state) {
   free(keep);
 }
 
-/* §10.2: the target given as the base is accepted as it is (FULL, CHUNK): nothing
- * is written and already_target is 1. NONE cannot tell (dcr.h): it applies the
- * bundle a second time and the weights are no longer the target. */
-static void test_memory_apply_twice_is_noop_except_at_none(void **state) {
+/* §10.2, §10.3: the target given as the base is accepted as it is at every level
+ * (NONE by its look at one chunk): nothing is written and already_target is 1. */
+static void test_memory_apply_twice_is_noop(void **state) {
   (void)state;
   dcr_reader *r = open_bundle(b_main);
   buffers target = load_buffers(p_target);
@@ -527,16 +526,10 @@ static void test_memory_apply_twice_is_noop_except_at_none(void **state) {
     assert_int_equal(memory_apply(r, &held, level, 2, &st, &once, NULL), DCR_OK);
     assert_true(buffers_equal(&once, &target));
     assert_int_equal(memory_apply(r, &held, level, 2, &st, &twice, NULL), DCR_OK);
-    if (level == DCR_VERIFY_NONE) {
-      assert_int_equal(st.already_target, 0);
-      assert_int_equal(st.chunks_patched, CHANGED_CHUNKS);
-      assert_false(buffers_equal(&twice, &target)); /* the documented hazard */
-    } else {
-      assert_int_equal(st.already_target, 1);
-      assert_int_equal(st.chunks_patched, 0);
-      assert_int_equal(st.bytes_written, 0);
-      assert_true(buffers_equal(&twice, &target));
-    }
+    assert_int_equal(st.already_target, 1);
+    assert_int_equal(st.chunks_patched, 0);
+    assert_int_equal(st.bytes_written, 0);
+    assert_true(buffers_equal(&twice, &target));
     buffers_free(&held), buffers_free(&once), buffers_free(&twice);
   }
   buffers_free(&target);
@@ -871,10 +864,9 @@ static void test_inplace_every_level_gives_target_file(void **state) {
   }
 }
 
-/* §10.2 in place: a file at the target already is left alone at FULL and CHUNK
- * (already_target, nothing written, no journal); at NONE the bundle applies again
- * and the file is no longer the target (the documented hazard). */
-static void test_inplace_twice_is_noop_except_at_none(void **state) {
+/* §10.2, §10.3 in place: a file at the target already is left alone at every
+ * level (already_target, nothing written, no journal). */
+static void test_inplace_twice_is_noop(void **state) {
   (void)state;
   dcr_reader *r = open_bundle(b_main);
   for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++) {
@@ -883,15 +875,10 @@ static void test_inplace_twice_is_noop_except_at_none(void **state) {
     assert_int_equal(patch_file(r, level, 0, NULL, &st, NULL), DCR_OK);
     assert_int_equal(patch_file(r, level, 0, NULL, &st, NULL), DCR_OK);
     assert_false(exists(p_journal));
-    if (level == DCR_VERIFY_NONE) {
-      assert_int_equal(st.already_target, 0);
-      assert_false(same_file(p_work, p_target));
-    } else {
-      assert_int_equal(st.already_target, 1);
-      assert_int_equal(st.bytes_written, 0);
-      assert_int_equal(st.chunks_patched, 0);
-      assert_true(same_file(p_work, p_target));
-    }
+    assert_int_equal(st.already_target, 1);
+    assert_int_equal(st.bytes_written, 0);
+    assert_int_equal(st.chunks_patched, 0);
+    assert_true(same_file(p_work, p_target));
   }
   dcr_reader_free(r);
 }
@@ -1047,9 +1034,7 @@ static void test_inplace_fault_injection_every_write_and_fsync(void **state) {
   fault_tally tally = {0};
   for (int which = 0; which < 2; which++) {
     dcr_reader *r = open_bundle(bundles[which]);
-    /* not NONE: its clean rerun after a committed journal applies the bundle
-     * again (test_inplace_none_rerun_after_recovery_is_target) */
-    for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_CHUNK; level++)
+    for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++)
       for (int sync = 0; sync <= 1; sync++) {
         /* a clean run counts the writes and fsyncs */
         copy_file(p_base, p_work);
@@ -1228,7 +1213,7 @@ static void test_inplace_none_rerun_after_recovery_is_target(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_apply_every_level_gives_target),
-      cmocka_unit_test(test_memory_apply_twice_is_noop_except_at_none),
+      cmocka_unit_test(test_memory_apply_twice_is_noop),
       cmocka_unit_test(test_memory_wrong_base_leaves_buffers_untouched),
       cmocka_unit_test(test_memory_resolver_errors_name_the_tensor),
       cmocka_unit_test(test_memory_null_buffer_for_kept_tensor_is_argument),
@@ -1237,7 +1222,7 @@ int main(void) {
       cmocka_unit_test(test_memory_cancel_leaves_base_or_target),
       cmocka_unit_test(test_changes_iterator_rebuilds_target),
       cmocka_unit_test(test_inplace_every_level_gives_target_file),
-      cmocka_unit_test(test_inplace_twice_is_noop_except_at_none),
+      cmocka_unit_test(test_inplace_twice_is_noop),
       cmocka_unit_test(test_inplace_layout_change_is_argument),
       cmocka_unit_test(test_inplace_wrong_base_leaves_file_untouched),
       cmocka_unit_test(test_inplace_cancel_leaves_file_untouched),
