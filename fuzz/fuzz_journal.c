@@ -21,17 +21,20 @@
  *   declared file, and forms, element sizes and counts that §18.2 allows.
  * - replay, check_only: never writes (the checkpoint is byte-identical after it);
  *   a checkpoint whose size is not the declared one fails with DCR_E_JOURNAL.
- * - replay, writing: returns what check_only returned (regions are disjoint, so
- *   earlier writes never change what a later record reads); errors as for read;
- *   the file's size never changes, nor any byte outside the records' regions; on
- *   success `written` is the sum of the region lengths, an ELEMENTS region has at
- *   most `count` elements changed, in a production build every region hashes to
- *   its region_check, and a second replay succeeds with identical bytes
- *   (idempotence).
+ * - replay, writing (which checks no region_check: it runs after a check_only
+ *   pass that succeeded, as §18.4 orders and recover does; in a fuzzing build, where
+ *   region checks always match, also after one that failed): returns what
+ *   check_only returned (regions are disjoint, so earlier writes never change what
+ *   a later record reads); errors as for read; the file's size never changes, nor
+ *   any byte outside the records' regions; on success `written` is the sum of the
+ *   region lengths, an ELEMENTS region has at most `count` elements changed, in a
+ *   production build every region hashes to its region_check, and a second replay
+ *   succeeds with identical bytes (idempotence).
  * - recover: returns what read + check_only + replay returned; on success the
- *   journal file is gone, `recovered` is `committed` and the checkpoint is what
- *   the replay made (or untouched, uncommitted); on failure the journal file is
- *   still there and the checkpoint untouched (§18.4: all checked before a write).
+ *   journal file is gone, `recovered` is `committed`, the checkpoint is what the
+ *   replay made (or untouched, uncommitted) and, replayed, target_state is the
+ *   header's; on failure the journal file is still there and the checkpoint
+ *   untouched (§18.4: every record checked before the first write).
  * In a fuzzing build (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) the header and
  * trailer checksums and the region checks always match (DCR__CHECKSUM_OK), so any
  * trailer with the magic and the right size commits and every well-formed record
@@ -200,7 +203,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (j.file_size != ckpt) FUZZ_ASSERT(rc_check == DCR_E_JOURNAL);
     snapshot(after, ckpt);
     FUZZ_ASSERT(!memcmp(after, before, ckpt));
-
+  }
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  int write_anyway = 1; /* no region check fails: both passes check the same */
+#else
+  int write_anyway = 0; /* the writing pass checks no region: never after a failed check */
+#endif
+  if (committed && (rc_check == DCR_OK || write_anyway)) {
     written = 0;
     dcr__detail_init(&d);
     rc_write = dcr__journal_replay(&j, jfd, cfd, 1, NULL, 0, &written, &d);
@@ -246,21 +255,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_write_file(jpath, p, n);
     fill(cfd, before, ckpt);
     int recovered = -1;
+    uint8_t state[16], unset[16];
+    memset(state, 0xa5, sizeof state);
+    memset(unset, 0xa5, sizeof unset);
     dcr__detail_init(&d);
-    int rc = dcr__journal_recover(path, cfd, 0, 1, NULL, &recovered, &d);
+    int rc = dcr__journal_recover(path, cfd, 0, 1, NULL, &recovered, state, &d);
     FUZZ_DEBUG("recover: %s %s recovered %d\n", dcr_error_name(rc), rc ? d.message : "", recovered);
     int expect = rc_read ? rc_read : rc_check ? rc_check : rc_write;
     FUZZ_ASSERT(rc == expect || rc == DCR_E_NOMEM || expect == DCR_E_NOMEM);
     snapshot(again, ckpt);
     if (rc) {
-      FUZZ_ASSERT(allowed(rc) && d.code == rc && recovered == 0);
+      FUZZ_ASSERT(allowed(rc) && d.code == rc && recovered == 0 && !memcmp(state, unset, 16));
       FUZZ_ASSERT(fuzz_exists(jpath)); /* kept for a person to look at */
       if (rc != DCR_E_IO) FUZZ_ASSERT(!memcmp(again, before, ckpt));
       unlink(jpath);
     } else {
       FUZZ_ASSERT(!fuzz_exists(jpath) && recovered == committed);
-      if (!committed) FUZZ_ASSERT(!memcmp(again, before, ckpt));
-      else if (!rc_write) FUZZ_ASSERT(!memcmp(again, after, ckpt));
+      if (!committed) FUZZ_ASSERT(!memcmp(again, before, ckpt) && !memcmp(state, unset, 16));
+      else FUZZ_ASSERT(!memcmp(state, p + 40, 16)); /* the header's target_state */
+      if (committed && !rc_write) FUZZ_ASSERT(!memcmp(again, after, ckpt));
     }
     FUZZ_ASSERT(fuzz_dir_entries(fuzz_dir()) == 0);
   }

@@ -412,7 +412,8 @@ DCR_API int dcr_patch_memory(dcr_patch *patch, dcr_resolve_fn resolve, void *opa
  * "PATH.dcr-journal" (SPEC.md §18), and a call that finds one left by an
  * interrupted apply replays it first, whatever bundle it is given, so running
  * the same command again finishes the job. The file is locked (flock) while
- * patched. */
+ * patched. A symbolic link is refused (DCR_E_ARGUMENT): the file it points to may
+ * be shared, as a Hugging Face cache's blobs are; hard links share the change. */
 DCR_API int dcr_patch_file(dcr_patch *patch, const char *path, dcr_detail *detail);
 
 /* Replays or discards the journal an interrupted dcr_patch_file left beside path,

@@ -37,11 +37,26 @@ typedef struct {
   size_t slots;
 } inplace;
 
-int dcr__lock_checkpoint(int fd, dcr_detail *d) {
-  if (!flock(fd, LOCK_EX | LOCK_NB)) return DCR_OK;
-  if (errno == EWOULDBLOCK)
-    return dcr__fail(d, DCR_E_IO, "another process is applying a bundle to this file");
-  return dcr__fail(d, DCR_E_IO, "cannot lock: %s", strerror(errno));
+int dcr__open_checkpoint(const char *path, int *fd, dcr_detail *d) {
+  /* Not through a symbolic link: in a Hugging Face cache a snapshot's files link to
+   * content-addressed blobs that other snapshots share, and patching one would
+   * change them all. The caller names the file itself. */
+  *fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (*fd < 0)
+    return errno == ELOOP
+               ? dcr__fail(d, DCR_E_ARGUMENT, "is a symbolic link: patching in place would "
+                           "change the file it points to, which others may share (a Hugging "
+                           "Face cache's blobs are); give the real path, or apply to a copy "
+                           "(-o OUT)")
+               : dcr__fail(d, DCR_E_IO, "cannot open for writing: %s", strerror(errno));
+  /* Two applies to one file would interleave their journals. */
+  if (!flock(*fd, LOCK_EX | LOCK_NB)) return DCR_OK;
+  int rc = errno == EWOULDBLOCK
+               ? dcr__fail(d, DCR_E_IO, "another process is applying a bundle to this file")
+               : dcr__fail(d, DCR_E_IO, "cannot lock: %s", strerror(errno));
+  close(*fd);
+  *fd = -1;
+  return rc;
 }
 
 static int file_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
@@ -230,9 +245,7 @@ int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
   inplace ip = {.p = p, .path = path, .fd = -1, .jw = {.fd = -1}};
   uint8_t recovered_state[16];
   int recovered = 0, rc = dcr__journal_path(path, ip.journal, sizeof ip.journal, d);
-  if (!rc && (ip.fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
-    rc = dcr__fail(d, DCR_E_IO, "cannot open for writing: %s", strerror(errno));
-  if (!rc) rc = dcr__lock_checkpoint(ip.fd, d);
+  if (!rc) rc = dcr__open_checkpoint(path, &ip.fd, d);
   if (!rc)
     rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered,
                               recovered_state, d);

@@ -450,11 +450,9 @@ int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *
   if (!d) d = &scratch;
   if (!recovered) recovered = &ignored;
   dcr__detail_init(d);
-  int fd = open(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0) return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
-  int rc = dcr__lock_checkpoint(fd, d);
+  int fd, rc = dcr__open_checkpoint(path, &fd, d);
   if (!rc) rc = dcr__journal_recover(path, fd, sync, 0, NULL, recovered, NULL, d);
   if (rc && !d->file[0]) dcr__detail_file(d, path);
-  close(fd);
+  if (fd >= 0) close(fd);
   return rc;
 }

@@ -56,9 +56,9 @@ DCR_HIDDEN int dcr__wio_sync(dcr__faults *f, int fd, dcr_detail *d);
 DCR_HIDDEN int dcr__wio_sync_dir(dcr__faults *f, const char *path, dcr_detail *d);
 
 /* ---- inplace.c */
-/* An exclusive flock on an open checkpoint, for as long as fd is open: two applies
- * to one file would interleave their journals. */
-DCR_HIDDEN int dcr__lock_checkpoint(int fd, dcr_detail *d);
+/* Opens a checkpoint to patch (not through a symbolic link: DCR_E_ARGUMENT) and
+ * takes an exclusive flock on it for as long as *fd is open (§18.1). */
+DCR_HIDDEN int dcr__open_checkpoint(const char *path, int *fd, dcr_detail *d);
 
 /* ---- journal.c (SPEC.md §18) */
 #define DCR__JOURNAL_SUFFIX ".dcr-journal"

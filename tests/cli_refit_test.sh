@@ -119,6 +119,13 @@ t_journals_left() {
 }
 tcase "a journal left behind: uncommitted is dropped, a foreign file is DCR_E_JOURNAL (R-JNL-1, R-JNL-3)" t_journals_left
 
+t_symlink() {
+  cp s0.st blob.st && ln -sf blob.st link.st
+  run apply -i link.st b1.dcr
+  want_rc 2 "symlink" && has e "symbolic link" "symlink" && same blob.st s0.st "symlink"
+}
+tcase "--in-place refuses a symbolic link (a shared blob would change)" t_symlink
+
 t_locked() {
   cp s0.st lk.st
   flock lk.st sleep 1 &
