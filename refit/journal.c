@@ -172,7 +172,7 @@ static void record_parse(const uint8_t *p, dcr__jrecord *r) {
   r->region_check = dcr__le64(p + 32);
 }
 
-/* §18.3 step 4: one record header, against the file and the previous record. */
+/* §18.3 step 7: one record header, against the file and the previous record. */
 static int check_record(const dcr__jrecord *r, uint64_t file_size, uint64_t previous_end,
                         uint64_t left, uint64_t at, dcr_detail *d) {
   unsigned es = r->element_size;
@@ -223,16 +223,17 @@ int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d) {
   int torn, rc = dcr__pread_full(fd, h, size < sizeof h ? (size_t)size : sizeof h, 0, d);
   if (!rc) rc = read_header(h, size, j, &torn, d);
   if (rc || torn || size < DCR__JOURNAL_HEADER_SIZE + DCR__JOURNAL_TRAILER_SIZE) return rc;
-  /* §18.3 step 3: committed when the trailer is there and checks the whole file. */
+  /* §18.3 step 6: committed when the trailer is there and checks the whole file. */
   if ((rc = dcr__pread_full(fd, t, sizeof t, size - sizeof t, d))) return rc;
   if (memcmp(t, END, 8) || dcr__le64(t + 16) != size) return DCR_OK;
   XXH3_state_t st3;
   XXH3_INITSTATE(&st3);
   XXH3_64bits_reset(&st3);
-  uint8_t *buf = malloc(1 << 20);
+  size_t step = size < (1 << 20) ? (size_t)size : (size_t)1 << 20;
+  uint8_t *buf = malloc(step);
   if (!buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-  for (uint64_t at = 0; at < size - 8 && !rc; at += 1 << 20) {
-    size_t n = size - 8 - at < (1 << 20) ? (size_t)(size - 8 - at) : (size_t)1 << 20;
+  for (uint64_t at = 0; at < size - 8 && !rc; at += step) {
+    size_t n = size - 8 - at < step ? (size_t)(size - 8 - at) : step;
     if (!(rc = dcr__pread_full(fd, buf, n, at, d))) XXH3_64bits_update(&st3, buf, n);
   }
   free(buf);
@@ -338,6 +339,11 @@ static int patch_region(rslot *s, const dcr__jrecord *r, const uint8_t *raw, siz
     return DCR_OK;
   }
   size_t es = r->element_size, n = (size_t)(r->length / es), used;
+  /* The values must fit before positions are allocated for them: a few bytes must
+   * not ask for gigabytes (same code as the exact check below). */
+  if (raw_length <= (size_t)r->count * es)
+    return dcr__fail(d, DCR_E_JOURNAL, "%zu bytes of content cannot hold %u elements",
+                     raw_length, r->count);
   if (grow((uint8_t **)&s->pos, &s->pos_capacity, (size_t)r->count * sizeof *s->pos))
     return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   int rc = dcr__positions_read(raw, raw_length, r->count, n, s->pos, &used, d);

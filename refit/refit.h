@@ -114,7 +114,7 @@ typedef struct {
   uint8_t base_state[16], target_state[16];
   uint64_t count;
   dcr__jrecord *records;
-  int committed; /* 0: no valid trailer; nothing else is filled */
+  int committed; /* 0: not committed (§18.3 steps 1, 4, 6); then there are no records */
 } dcr__journal;
 
 /* Parses journal bytes from fd. DCR_E_JOURNAL for a journal that is committed but
