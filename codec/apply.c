@@ -34,15 +34,6 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
   dcr__detail_tensor(d, i, m->entries[i].name, m->entries[i].name_length);
 }
 
-/* The pass's input hook: a chunk of the input file, mapped where it can be. */
-static int read_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
-                      uint8_t *fallback, dcr_detail *d) {
-  applier *a = ctx;
-  int rc = dcr__view_open(view, a->base_fd, a->base_offset[entry] + at, bytes, fallback, d);
-  if (rc) dcr__detail_file(d, a->base_path);
-  return rc;
-}
-
 /* The pass's emit hook. Workers write their own chunks: the copy into the page
  * cache is most of an apply's cost, and it parallelizes; only hashing must follow
  * file order. */
@@ -116,10 +107,12 @@ static int apply_as(dcr_reader *r, const char *base_path, const char *out_path,
   dcr_limits lim = r->lim;
   applier a = {.r = r, .opt = opt, .as_target = as_target, .base_fd = -1, .out_fd = -1,
                .base_path = base_path};
+  dcr__file input = {.fd = -1, .path = base_path};
   dcr__pass_spec spec = {.r = r, .verify = DCR_VERIFY_FULL, .as_target = as_target,
                          .threads = opt->threads, .cancel = opt->cancel,
                          .progress = opt->progress, .progress_opaque = opt->progress_opaque,
-                         .input = read_input, .emit = write_output, .ctx = &a};
+                         .input = dcr__file_input, .input_ctx = &input, .emit = write_output,
+                         .ctx = &a};
   char tmp[4096] = "";
   dcr__pass *pass = NULL;
   int rc = DCR_OK;
@@ -131,6 +124,8 @@ static int apply_as(dcr_reader *r, const char *base_path, const char *out_path,
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   if (!rc && (rc = dcr__match_checkpoint(&r->man, &a.base, as_target, a.base_offset, d)))
     dcr__detail_file(d, base_path);
+  input.fd = a.base_fd;
+  input.offsets = a.base_offset;
   if (!rc) rc = dcr__pass_init(&pass, &spec, d);
   if (!rc && out_path && (rc = open_temp(out_path, tmp, sizeof tmp, &a.out_fd, d)))
     dcr__detail_file(d, out_path);

@@ -149,6 +149,8 @@ DCR_HIDDEN size_t dcr__pieces_copy(uint8_t *dst, const uint8_t *src, size_t byte
 /* A chunk's base or target check from its piece digests. */
 DCR_HIDDEN uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count);
 DCR_HIDDEN void dcr__digest128(XXH3_state_t *st, uint8_t out[16]);
+/* The tensor hash of `length` bytes in memory. */
+DCR_HIDDEN void dcr__hash_memory(const uint8_t *p, uint64_t length, uint8_t out[16]);
 /* The tensor hash of `length` bytes of fd from `start`. */
 DCR_HIDDEN int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16],
                                dcr_detail *d);
@@ -198,9 +200,11 @@ typedef struct {
   dcr_progress_fn progress;
   void *progress_opaque;
   /* Worker: the input bytes of `bytes` at `at` in entry's tensor, as a view (a
-   * pointer to memory, or dcr__view_open with `fallback` as its buffer). */
-  int (*input)(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
+   * pointer to memory, or dcr__view_open with `fallback` as its buffer), given
+   * input_ctx; dcr__file_input for a checkpoint file. */
+  int (*input)(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                uint8_t *fallback, dcr_detail *d);
+  void *input_ctx;
   /* Worker, optional: each chunk's result, in any order. */
   int (*emit)(void *ctx, const dcr__pass_chunk *c, dcr_detail *d);
   /* Calling thread, optional: each chunk's result, in job order. */
@@ -218,12 +222,19 @@ DCR_HIDDEN uint64_t dcr__pass_bytes(const dcr__pass *pass);
  * checked unless changed_only or verify is NONE. Can run more than once. */
 DCR_HIDDEN int dcr__pass_run(dcr__pass *pass, dcr_detail *d);
 DCR_HIDDEN void dcr__pass_free(dcr__pass *pass);
+/* The input hook for a checkpoint file (input_ctx a dcr__file): entry's tensor at
+ * offsets[entry], mapped where it can be; errors name the file. */
+typedef struct {
+  int fd;
+  const uint64_t *offsets;
+  const char *path;
+} dcr__file;
+DCR_HIDDEN int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes,
+                               dcr__view *view, uint8_t *fallback, dcr_detail *d);
 /* §6.3: the checkpoint has exactly the manifest's base tensors (as_target: its
  * target tensors), by name, dtype and shape; offsets[entry] gets the file offset
  * of each. DCR_E_BASE_MISMATCH, naming the tensor, otherwise. */
 DCR_HIDDEN int dcr__match_checkpoint(const dcr__manifest *m, const dcr__checkpoint *ck,
                                      int as_target, uint64_t *offsets, dcr_detail *d);
-/* Whether the pass reads an entry's input bytes (else it starts from zeros). */
-DCR_HIDDEN int dcr__pass_reads_input(const dcr__pass_spec *spec, const dcr__entry *e);
 
 #endif

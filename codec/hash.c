@@ -44,10 +44,27 @@ void dcr__digest128(XXH3_state_t *st, uint8_t out[16]) {
   memcpy(out, c.digest, 16);
 }
 
+/* Feeds the piece digests of p[0..n) to a tensor hash; n is whole pieces unless
+ * p ends the tensor. */
+static void update_pieces(XXH3_state_t *st, const uint8_t *p, size_t n) {
+  uint8_t digests[16 * 64];
+  for (size_t at = 0; at < n; at += 64 * DCR__PIECE) {
+    size_t k = n - at < 64 * DCR__PIECE ? n - at : 64 * DCR__PIECE;
+    XXH3_128bits_update(st, digests, 16 * dcr__pieces(p + at, k, digests));
+  }
+}
+
+void dcr__hash_memory(const uint8_t *p, uint64_t length, uint8_t out[16]) {
+  XXH3_state_t st;
+  XXH3_INITSTATE(&st);
+  XXH3_128bits_reset(&st);
+  update_pieces(&st, p, (size_t)length);
+  dcr__digest128(&st, out);
+}
+
 int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16], dcr_detail *d) {
-  uint8_t *buf = malloc(RANGE_BUFFER + RANGE_BUFFER / DCR__PIECE * 16);
+  uint8_t *buf = malloc(RANGE_BUFFER);
   if (!buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a read buffer");
-  uint8_t *pieces = buf + RANGE_BUFFER;
   XXH3_state_t st;
   XXH3_INITSTATE(&st);
   XXH3_128bits_reset(&st);
@@ -55,7 +72,7 @@ int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16], dc
   for (uint64_t at = 0; at < length && !rc; at += RANGE_BUFFER) {
     size_t n = length - at < RANGE_BUFFER ? (size_t)(length - at) : RANGE_BUFFER;
     rc = dcr__pread_full(fd, buf, n, start + at, d);
-    if (!rc) XXH3_128bits_update(&st, pieces, 16 * dcr__pieces(buf, n, pieces));
+    if (!rc) update_pieces(&st, buf, n);
   }
   if (!rc) dcr__digest128(&st, out);
   free(buf);

@@ -44,7 +44,16 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
   dcr__detail_tensor(d, i, m->entries[i].name, m->entries[i].name_length);
 }
 
-int dcr__pass_reads_input(const dcr__pass_spec *s, const dcr__entry *e) {
+int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
+                    uint8_t *fallback, dcr_detail *d) {
+  const dcr__file *f = input_ctx;
+  int rc = dcr__view_open(view, f->fd, f->offsets[entry] + at, bytes, fallback, d);
+  if (rc) dcr__detail_file(d, f->path);
+  return rc;
+}
+
+/* Whether the pass reads an entry's input bytes (else it starts from zeros). */
+static int reads_input(const dcr__pass_spec *s, const dcr__entry *e) {
   return s->as_target || dcr__entry_delta_coded(e);
 }
 
@@ -212,9 +221,9 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   s->chunk.at = (uint64_t)jb->chunk * m->chunk_size;
   s->chunk.bytes = dcr__chunk_bytes(m, e, jb->chunk);
   int rc = DCR_OK;
-  if (dcr__pass_reads_input(&p->spec, e)) {
-    rc = p->spec.input(p->spec.ctx, jb->entry, s->chunk.at, s->chunk.bytes, &s->input, s->zeros,
-                       &s->detail);
+  if (reads_input(&p->spec, e)) {
+    rc = p->spec.input(p->spec.input_ctx, jb->entry, s->chunk.at, s->chunk.bytes, &s->input,
+                       s->zeros, &s->detail);
   } else {
     memset(s->zeros, 0, s->chunk.bytes);
     s->input = (dcr__view){.data = s->zeros};

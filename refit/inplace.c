@@ -59,14 +59,6 @@ int dcr__open_checkpoint(const char *path, int *fd, dcr_detail *d) {
   return rc;
 }
 
-static int file_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
-                      uint8_t *fallback, dcr_detail *d) {
-  inplace *ip = ctx;
-  int rc = dcr__view_open(view, ip->fd, ip->offsets[entry] + at, bytes, fallback, d);
-  if (rc) dcr__detail_file(d, ip->path);
-  return rc;
-}
-
 /* Worker: the journal record of a changed chunk, built while it is in cache. */
 static int build_record(void *ctx, const dcr__pass_chunk *c, dcr_detail *d) {
   inplace *ip = ctx;
@@ -199,11 +191,12 @@ static int attempt(inplace *ip, int as_target, dcr_detail *d) {
   dcr_reader *r = p->r;
   const dcr__manifest *m = &r->man;
   ip->as_target = as_target;
+  dcr__file input = {.fd = ip->fd, .offsets = ip->offsets, .path = ip->path};
   dcr__pass_spec spec = {.r = r, .verify = p->verify, .changed_only = p->verify != DCR_VERIFY_FULL,
                          .as_target = as_target, .threads = p->threads, .cancel = p->cancel,
                          .progress = p->progress, .progress_opaque = p->progress_opaque,
-                         .input = file_input, .emit = build_record, .take = append_record,
-                         .ctx = ip};
+                         .input = dcr__file_input, .input_ctx = &input, .emit = build_record,
+                         .take = append_record, .ctx = ip};
   dcr__pass *pass = NULL;
   int rc = dcr__match_checkpoint(m, &ip->ck, as_target, ip->offsets, d);
   if (!rc) rc = check_layout(ip, d);
@@ -243,20 +236,12 @@ int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
   memset(&p->stats, 0, sizeof p->stats);
   dcr_reader *r = p->r;
   inplace ip = {.p = p, .path = path, .fd = -1, .jw = {.fd = -1}};
-  uint8_t recovered_state[16];
   int recovered = 0, rc = dcr__journal_path(path, ip.journal, sizeof ip.journal, d);
   if (!rc) rc = dcr__open_checkpoint(path, &ip.fd, d);
-  if (!rc)
-    rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered,
-                              recovered_state, d);
+  /* A finished journal leaves the file at its target; the attempts below then find
+   * it the target of this bundle (NONE by its probe), or the base of the next. */
+  if (!rc) rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered, d);
   p->stats.recovered = recovered;
-  /* The same bundle's interrupted apply, now finished: applying it again would be
-   * a second apply, which NONE could not tell from a first. */
-  if (!rc && recovered && !memcmp(recovered_state, r->target_state, 16)) {
-    p->stats.already_target = 1;
-    close(ip.fd);
-    return DCR_OK;
-  }
   if (!rc) rc = dcr__checkpoint_read(ip.fd, r->man.kind, &r->lim, &ip.ck, d);
   if (!rc && !(ip.offsets = calloc((size_t)r->man.entry_count + 1, sizeof *ip.offsets)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");

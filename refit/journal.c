@@ -424,8 +424,7 @@ int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd, unsi
 /* ---- recovering */
 
 int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threads,
-                         dcr__faults *faults, int *recovered, uint8_t target_state[16],
-                         dcr_detail *d) {
+                         dcr__faults *faults, int *recovered, dcr_detail *d) {
   char path[4200];
   *recovered = 0;
   int rc = dcr__journal_path(ckpt, path, sizeof path, d);
@@ -443,7 +442,6 @@ int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threa
   if (!rc && unlink(path)) rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal: %s", strerror(errno));
   if (!rc && sync) rc = dcr__wio_sync_dir(faults, path, d);
   if (!rc) *recovered = j.committed;
-  if (!rc && j.committed && target_state) memcpy(target_state, j.target_state, 16);
   if (rc) dcr__detail_file(d, path);
   dcr__journal_free(&j);
   close(fd);
@@ -457,7 +455,7 @@ int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *
   if (!recovered) recovered = &ignored;
   dcr__detail_init(d);
   int fd, rc = dcr__open_checkpoint(path, &fd, d);
-  if (!rc) rc = dcr__journal_recover(path, fd, sync, 0, NULL, recovered, NULL, d);
+  if (!rc) rc = dcr__journal_recover(path, fd, sync, 0, NULL, recovered, d);
   if (rc && !d->file[0]) dcr__detail_file(d, path);
   if (fd >= 0) close(fd);
   return rc;

@@ -71,18 +71,9 @@ static int hash_removed(patcher *pt, dcr_detail *d) {
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
     if (e->presence != DCR__HAS_BASE || !pt->buf[i].data) continue;
-    size_t bytes = (size_t)e->base.byte_length;
-    uint8_t digest[16], h[16];
-    XXH3_state_t st;
-    XXH3_INITSTATE(&st);
-    XXH3_128bits_reset(&st);
-    for (size_t at = 0; at < bytes; at += DCR__PIECE) {
-      dcr__pieces((const uint8_t *)pt->buf[i].data + at,
-                  bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE, digest);
-      XXH3_128bits_update(&st, digest, 16);
-    }
-    dcr__digest128(&st, h);
-    pt->p->stats.bytes_checked += bytes;
+    uint8_t h[16];
+    dcr__hash_memory(pt->buf[i].data, e->base.byte_length, h);
+    pt->p->stats.bytes_checked += e->base.byte_length;
     if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       return name_entry(d, m, i),
              dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's");
@@ -96,7 +87,7 @@ static int check(patcher *pt, int as_target, dcr_detail *d) {
   dcr__pass_spec spec = {.r = p->r, .verify = p->verify,
                          .changed_only = p->verify == DCR_VERIFY_CHUNK, .as_target = as_target,
                          .threads = p->threads, .cancel = p->cancel, .input = memory_input,
-                         .ctx = pt};
+                         .input_ctx = pt, .ctx = pt};
   dcr__pass *pass = NULL;
   int rc = dcr__pass_init(&pass, &spec, d);
   if (!rc) rc = dcr__pass_run(pass, d);

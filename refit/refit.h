@@ -131,10 +131,8 @@ DCR_HIDDEN int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ck
                                    uint64_t *written, dcr_detail *d);
 /* The journal's path for a checkpoint path; DCR_E_ARGUMENT if too long. */
 DCR_HIDDEN int dcr__journal_path(const char *ckpt, char *out, size_t size, dcr_detail *d);
-/* dcr_journal_recover on an open, locked checkpoint; when it replays a journal,
- * target_state (if not NULL) gets the state the file is now in. */
+/* dcr_journal_recover on an open, locked checkpoint. */
 DCR_HIDDEN int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threads,
-                                    dcr__faults *faults, int *recovered,
-                                    uint8_t target_state[16], dcr_detail *d);
+                                    dcr__faults *faults, int *recovered, dcr_detail *d);
 
 #endif
