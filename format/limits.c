@@ -12,4 +12,6 @@ void dcr_limits_default(dcr_limits *l) {
   l->max_header_size = 100000000;
   l->max_file_size = (uint64_t)1 << 48;
   l->max_bundle_size = (uint64_t)1 << 48;
+  l->max_memory = (uint64_t)1 << 30;
+  memset(l->reserved_, 0, sizeof l->reserved_);
 }

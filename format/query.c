@@ -33,6 +33,7 @@ void dcr__tensor_side(dcr_tensor_side *out, const dcr__desc *t, int present) {
 
 void dcr_reader_tensor(const dcr_reader *r, uint64_t i, dcr_tensor_info *t) {
   const dcr__entry *e = &r->man.entries[i];
+  memset(t, 0, sizeof *t);
   t->name = e->name;
   t->name_length = e->name_length;
   dcr__tensor_side(&t->base, &e->base, (e->presence & DCR__HAS_BASE) != 0);
@@ -42,6 +43,7 @@ void dcr_reader_tensor(const dcr_reader *r, uint64_t i, dcr_tensor_info *t) {
 
 void dcr_reader_chunk(const dcr_reader *r, uint64_t i, dcr_chunk_info *c) {
   const dcr__chunk *s = &r->chunks[i];
+  memset(c, 0, sizeof *c);
   c->tensor = s->tensor;
   c->chunk = s->chunk;
   c->encoding = s->encoding;
@@ -55,6 +57,7 @@ void dcr_reader_chunk(const dcr_reader *r, uint64_t i, dcr_chunk_info *c) {
 
 void dcr_reader_section(const dcr_reader *r, uint64_t i, dcr_section_info *s) {
   const dcr__section *x = &r->sections[i];
+  memset(s, 0, sizeof *s);
   dcr__section_type_name(x->type, s->type);
   s->critical = (x->flags & DCR__FLAG_CRITICAL) != 0;
   s->compression = x->compression;

@@ -11,6 +11,14 @@
  * offset, section, tensor, chunk) and a message; it may be NULL. Free functions
  * accept NULL. Nothing is global: the library is thread-safe as long as one object
  * is not used from two threads at once.
+ *
+ * Growing structs (the ABI policy): a struct the caller allocates or the library
+ * fills ends with reserved space (reserved_), so its size never changes within an
+ * ABI version. Options and limits are filled by their *_default() function, or
+ * zeroed by the caller: later versions give reserved fields a meaning in which 0
+ * keeps today's behaviour. The shared library's soname (libdcr.so.DCR_ABI_VERSION)
+ * changes exactly when a struct's layout or a function's signature does; adding a
+ * function or using reserved space does not change it.
  */
 #ifndef DCR_H
 #define DCR_H
@@ -32,6 +40,9 @@ extern "C" {
 #define DCR_STR(x) DCR_STR_(x)
 #define DCR_VERSION_STRING \
   DCR_STR(DCR_VERSION_MAJOR) "." DCR_STR(DCR_VERSION_MINOR) "." DCR_STR(DCR_VERSION_PATCH)
+
+/* The binary interface: the shared library is libdcr.so.DCR_ABI_VERSION. */
+#define DCR_ABI_VERSION 1
 
 #define DCR_FORMAT_MAJOR 1
 #define DCR_FORMAT_MINOR 0
@@ -114,6 +125,12 @@ typedef struct {
   uint64_t max_header_size;
   uint64_t max_file_size;
   uint64_t max_bundle_size;
+  /* Not a format limit but this reader's memory budget: the most memory one open
+   * reader, apply or checkpoint may take, threads included. Work that would need
+   * more fails with DCR_E_NOMEM before it allocates (or runs on fewer threads);
+   * see the README's memory section for what each part costs. */
+  uint64_t max_memory;
+  uint64_t reserved_[7]; /* zero: see "Growing structs" above */
 } dcr_limits;
 
 DCR_API void dcr_limits_default(dcr_limits *limits);
@@ -165,6 +182,7 @@ typedef struct {
   dcr_progress_fn progress; /* optional */
   void *progress_opaque;
   const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
+  uint64_t reserved_[8];
 } dcr_encode_options;
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);
@@ -183,6 +201,7 @@ typedef struct {
   uint64_t changed_chunks;    /* chunks carried in the bundle */
   uint64_t chunks_by_encoding[DCR_ENC_COUNT];
   uint64_t tensors_added, tensors_removed, tensors_recoded;
+  uint64_t reserved_[8];
 } dcr_encode_stats;
 
 /* Encodes base → target into the sink. Reads each input once, in chunks; memory
@@ -219,6 +238,7 @@ typedef struct {
   uint8_t target_state[16];
   uint64_t meta_count;
   uint64_t section_count;    /* every section, FOOT included */
+  uint64_t reserved_[8];
 } dcr_bundle_info;
 
 DCR_API void dcr_reader_info(const dcr_reader *reader, dcr_bundle_info *info);
@@ -238,6 +258,7 @@ typedef struct {
   size_t name_length;
   dcr_tensor_side base, target;
   int delta_coded;  /* 1 if coded against the base bytes, 0 against zeros */
+  uint64_t reserved_[4];
 } dcr_tensor_info;
 
 /* i < info.entry_count; pointers stay valid while the reader lives. */
@@ -251,6 +272,7 @@ typedef struct {
   uint64_t offset;         /* of the CHNK section */
   uint64_t payload_length; /* CHNK section payload bytes */
   uint64_t base_check, target_check;
+  uint64_t reserved_[4];
 } dcr_chunk_info;
 
 /* i < info.chunk_count. */
@@ -262,6 +284,7 @@ typedef struct {
   int compression;  /* dcr_compression */
   uint64_t offset;  /* of the section header */
   uint64_t length;  /* stored payload bytes */
+  uint64_t reserved_[4];
 } dcr_section_info;
 
 /* i < info.section_count, in file order. */
@@ -296,6 +319,7 @@ typedef struct {
   void *progress_opaque;
   const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
   int sync;                  /* 1 (default): fsync the output before renaming */
+  uint64_t reserved_[8];
 } dcr_apply_options;
 
 DCR_API void dcr_apply_options_default(dcr_apply_options *options);
@@ -487,6 +511,7 @@ typedef struct {
   uint64_t file_size;
   uint64_t prefix_length; /* the data region starts here */
   uint64_t tensor_count;
+  uint64_t reserved_[4];
 } dcr_checkpoint_summary; /* not _info: that is the function's name */
 
 DCR_API void dcr_checkpoint_info(const dcr_checkpoint *ck, dcr_checkpoint_summary *info);
