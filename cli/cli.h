@@ -47,6 +47,10 @@ void cli_common_init(cli_common *c);
 int cli_exit_code(int code);
 /* Prints "dcr: FILE: DCR_E_NAME: message (offset N, section S, tensor T, chunk C)". */
 void cli_report(const char *fallback_file, int code, const dcr_detail *d);
+/* Prints n bytes of a name, a path or a message from a bundle with control
+ * characters escaped (\x1b, \u009b, \\), so that a hostile name cannot drive
+ * the terminal or forge a line. JSON output is escaped by jansson instead. */
+void cli_put_escaped(FILE *f, const char *s, size_t n);
 int cli_usage(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Parses "123", "4K", "4M", "1G" (binary units). Returns 0 on success. */
@@ -58,31 +62,42 @@ int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
 extern volatile int cli_interrupted;
 void cli_signals_install(void);
 
-/* Progress on stderr, only on a terminal. */
+/* Progress on stderr (commands pass it only on a terminal): percent, bytes, rate
+ * and time left, redrawn at most ten times a second. Initialize with
+ * {.what = "applying"}; cli_progress_end erases the line and starts over. */
 typedef struct {
   const char *what;
   int shown;
-  uint64_t last_percent;
+  double start, last; /* seconds on the monotonic clock; 0 before the first call */
 } cli_progress_state;
 void cli_progress(void *opaque, uint64_t done, uint64_t total);
 void cli_progress_end(cli_progress_state *p);
 
 /* An output file written through a temporary file in the same directory and
- * renamed into place by cli_output_commit; "-" is standard output, which must not
- * be a terminal. cli_output_abort removes the temporary file. */
+ * renamed into place by cli_output_commit; cli_output_abort removes the temporary
+ * file. "-" (standard output, which must not be a terminal), a FIFO and a
+ * character device are streams, written directly: a reader of the stream sees
+ * bytes before the command knows it will succeed, and must go by its exit status.
+ * cli_check_output says what is accepted. */
 typedef struct {
   const char *path;
   char tmp[4096];
   int fd;
-  int to_stdout;
+  int stream;
 } cli_output;
-int cli_output_open(cli_output *o, const char *path, int force);
+int cli_output_open(cli_output *o, const char *path, int force, const char *const *inputs,
+                    size_t n_inputs);
 int cli_output_write(void *opaque, const void *data, size_t size);
 int cli_output_commit(cli_output *o);
 void cli_output_abort(cli_output *o);
 
-/* Refuses an existing output unless forced (and "-"); returns CLI_OK or prints. */
-int cli_check_output(const char *path, int force);
+/* Checks an output before any work: "-" must not be a terminal or an input; a
+ * directory, socket or block device is refused; a FIFO or character device is
+ * written into (never replaced); an existing file or symbolic link needs force,
+ * and is then replaced (a link itself, not the file it points to); a file that is
+ * one of the inputs (by device and inode, so also through a link) is refused even
+ * with force. Returns CLI_OK, or prints why not and returns CLI_USAGE. */
+int cli_check_output(const char *path, int force, const char *const *inputs, size_t n_inputs);
 
 /* Opens a bundle from a path or "-" (read whole into memory). */
 int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d);

@@ -30,7 +30,7 @@ static const char usage[] =
     "                       hash, reads the whole checkpoint), chunk (checksums of\n"
     "                       the changed chunks only), none (trusted: one chunk is\n"
     "                       looked at, to recognize a bundle applied twice)\n"
-    "      --threads N      worker threads (default: all cores)\n"
+    "      --threads N      worker threads (default: usable CPUs, up to 32)\n"
     "      --no-sync        no fsync: survives a killed process, not a power loss\n"
     "  -f, --force          replace OUT if it exists\n";
 
@@ -255,7 +255,7 @@ int cmd_apply(int argc, char **argv) {
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
                                         {NULL, 0, NULL, 0}};
-  job j = {.verify = 0, .sync = 1, .progress = {"applying", 0, 0}};
+  job j = {.verify = 0, .sync = 1, .progress = {.what = "applying"}};
   cli_common_init(&j.common);
   const char *out = NULL;
   int force = 0, in_place = 0, c, stop = 0;
@@ -292,7 +292,15 @@ int cmd_apply(int argc, char **argv) {
     if (!strcmp(argv[optind + 1 + i], "-") && j.n > 1)
       return cli_usage("apply", "a series reads its bundles from files, not -");
   if (in_place && !strcmp(base, "-")) return cli_usage("apply", "--in-place needs a file");
-  int rc = out ? cli_check_output(out, force) : CLI_OK;
+  const char **inputs = calloc((size_t)j.n + 1, sizeof *inputs);
+  if (!inputs) return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;
+  for (int i = 0; i <= j.n; i++) inputs[i] = argv[optind + i];
+  int rc = out ? cli_check_output(out, force, inputs, (size_t)j.n + 1) : CLI_OK;
+  free(inputs);
+  struct stat so, sb;
+  if (rc == CLI_USAGE && !stat(out, &so) && !stat(base, &sb) && so.st_dev == sb.st_dev &&
+      so.st_ino == sb.st_ino)
+    fprintf(stderr, "  (to patch %s where it lies: dcr apply --in-place %s BUNDLE...)\n", base, base);
   if (rc) return rc;
   j.b = calloc((size_t)j.n, sizeof *j.b);
   if (!j.b) return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;

@@ -23,7 +23,7 @@ static const char usage[] =
     "Each figure is the median of --runs.\n\n"
     "      --size N         generated pair size (K/M/G suffixes; default 256M)\n"
     "      --rate R         generated pair change rate (default 0.01)\n"
-    "      --threads LIST   comma-separated thread counts (default: 1 and all cores)\n"
+    "      --threads LIST   comma-separated thread counts (default: 1 and the default count)\n"
     "      --runs N         runs per figure (default 3)\n"
     "      --chunk-size N   as for encode (default 4M)\n"
     "      --level N        as for encode (default 3)\n";
@@ -297,9 +297,9 @@ int cmd_bench(int argc, char **argv) {
     threads[nthreads++] = (unsigned)v;
   }
   if (!nthreads) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = dcr_default_threads();
     threads[nthreads++] = 1;
-    if (n > 1) threads[nthreads++] = (unsigned)n;
+    if (n > 1) threads[nthreads++] = n;
   }
   int files = argc - optind;
   if (files != 0 && files != 2) return cli_usage("bench", "expected no files, or BASE and TARGET");

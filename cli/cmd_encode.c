@@ -15,7 +15,7 @@ static const char usage[] =
     "      --chunk-size N   chunk size in bytes, a power of two from 4K to 1G\n"
     "                       (K/M/G suffixes; default 4M)\n"
     "      --level N        zstd level 1..22, 0 to store uncompressed (default 3)\n"
-    "      --threads N      worker threads (default: all cores); output is identical\n"
+    "      --threads N      worker threads (default: usable CPUs, up to 32); same output\n"
     "      --raw            treat both inputs as raw byte files\n"
     "      --meta KEY=VALUE add a metadata pair (repeatable), e.g. --meta step=1200\n"
     "  -f, --force          overwrite BUNDLE if it exists\n";
@@ -76,9 +76,10 @@ int cmd_encode(int argc, char **argv) {
   if (argc - optind != 2) return free(meta), cli_usage("encode", "expected BASE and TARGET");
   if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
   cli_output o;
-  int rc = cli_output_open(&o, out, force);
+  const char *inputs[2] = {argv[optind], argv[optind + 1]};
+  int rc = cli_output_open(&o, out, force, inputs, 2);
   if (rc) return free(meta), rc;
-  cli_progress_state progress = {"encoding", 0, 0};
+  cli_progress_state progress = {.what = "encoding"};
   if (common.progress) opt.progress = cli_progress, opt.progress_opaque = &progress;
   opt.cancel = &cli_interrupted;
   dcr_encode_stats st;

@@ -27,7 +27,7 @@ static const char usage[] =
     "  -c, --check LIST     read \"ID  FILE\" lines from LIST (- for standard input)\n"
     "                       and print \"FILE: OK\" or \"FILE: FAILED\" for each;\n"
     "                       with -q, only the failures\n"
-    "      --threads N      worker threads (default: all cores)\n";
+    "      --threads N      worker threads (default: usable CPUs, up to 32)\n";
 
 typedef struct {
   int kind, json, quiet;

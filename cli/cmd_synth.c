@@ -65,7 +65,7 @@ int cmd_synth(int argc, char **argv) {
   if (argc - optind != 2) return cli_usage("synth", "expected BASE and TARGET");
   for (int i = 0; i < 2; i++) {
     if (!strcmp(argv[optind + i], "-")) return cli_usage("synth", "outputs must be files");
-    int rc = cli_check_output(argv[optind + i], force);
+    int rc = cli_check_output(argv[optind + i], force, NULL, 0);
     if (rc) return rc;
   }
   char err[512];

@@ -18,7 +18,7 @@ static const char usage[] =
     "      --base BASE      check that the bundle applies to BASE\n"
     "      --target TARGET  check that TARGET is the bundle's target\n"
     "      --json           print one JSON document on stdout (see README)\n"
-    "      --threads N      worker threads (default: all cores)\n";
+    "      --threads N      worker threads (default: usable CPUs, up to 32)\n";
 
 static json_t *error_json(int code, const char *stage, const dcr_detail *d) {
   json_t *e = json_pack("{s:s, s:i, s:s, s:s}", "code", dcr_error_name(code), "number", code,
@@ -105,10 +105,20 @@ int cmd_validate(int argc, char **argv) {
   void *mem = NULL;
   dcr_detail d;
   int structure = check(&rp, "structure", cli_open_bundle(rp.bundle, &r, &mem, &d), &d);
-  if (structure) dcr_reader_set_threads(r, aopt.threads);
+  cli_progress_state progress = {.what = "validating"};
+  if (structure) {
+    dcr_reader_set_threads(r, aopt.threads);
+    dcr_reader_set_cancel(r, &cli_interrupted);
+    if (common.progress) dcr_reader_set_progress(r, cli_progress, &progress);
+  }
+  if (common.progress) aopt.progress = cli_progress, aopt.progress_opaque = &progress;
   rp.stage = "chunks";
   int chunks = structure && dcr_reader_verify_all(r, record_chunk, &rp) == DCR_OK;
+  cli_progress_end(&progress);
+  if (chunks && common.verbose && !json) fprintf(stderr, "%s: structure and chunks valid\n", rp.bundle);
+  progress.what = "checking the base";
   int base_rc = chunks && base ? dcr_apply(r, base, NULL, &aopt, &d) : DCR_OK;
+  cli_progress_end(&progress);
   int base_ok = chunks && base && check(&rp, "base", base_rc, &d);
   if (!json && base_rc == DCR_E_BASE_MISMATCH) cli_explain_mismatch(r, base, base_rc);
   /* An apply succeeds on the bundle's target too (§10.2): say which it was. A base
@@ -117,7 +127,9 @@ int cmd_validate(int argc, char **argv) {
   if (structure) dcr_reader_info(r, &info);
   int base_is_target = base_ok && memcmp(info.base_state, info.target_state, 16) &&
                        dcr_check_target(r, base, &aopt, NULL) == DCR_OK;
+  progress.what = "checking the target";
   int target_rc = chunks && target ? dcr_check_target(r, target, &aopt, &d) : DCR_OK;
+  cli_progress_end(&progress);
   int target_ok = chunks && target && check(&rp, "target", target_rc, &d);
   if (!json && target_rc == DCR_E_TARGET_MISMATCH) cli_explain_mismatch(r, target, target_rc);
   int valid = rp.worst == CLI_OK;

@@ -41,18 +41,35 @@ int cli_exit_code(int code) {
   }
 }
 
+void cli_put_escaped(FILE *f, const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < n; i++) {
+    unsigned c = p[i];
+    /* C0 controls, DEL, and C1 controls (U+0080..U+009F, which a terminal may take
+     * as CSI and so on) are escaped; so is the backslash, to keep it unambiguous. */
+    if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+    else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
+      fprintf(f, "\\u%04x", p[++i]);
+    else if (c == '\\') fputs("\\\\", f);
+    else fputc((int)c, f);
+  }
+}
+
+static void put_str(FILE *f, const char *s) { cli_put_escaped(f, s, strlen(s)); }
+
 void cli_report(const char *fallback_file, int code, const dcr_detail *d) {
   const char *file = d && d->file[0] ? d->file : fallback_file;
   fprintf(stderr, "dcr: ");
-  if (file && *file) fprintf(stderr, "%s: ", file);
-  fprintf(stderr, "%s: %s", dcr_error_name(code),
-          d && d->message[0] ? d->message : dcr_error_message(code));
+  if (file && *file) put_str(stderr, file), fputs(": ", stderr);
+  fprintf(stderr, "%s: ", dcr_error_name(code));
+  put_str(stderr, d && d->message[0] ? d->message : dcr_error_message(code));
   if (d) {
     const char *sep = " (";
     if (d->offset != DCR_NONE)
       fprintf(stderr, "%soffset %llu", sep, (unsigned long long)d->offset), sep = ", ";
-    if (d->section[0]) fprintf(stderr, "%ssection %s", sep, d->section), sep = ", ";
-    if (d->tensor_name[0]) fprintf(stderr, "%stensor \"%s\"", sep, d->tensor_name), sep = ", ";
+    if (d->section[0]) fprintf(stderr, "%ssection ", sep), put_str(stderr, d->section), sep = ", ";
+    if (d->tensor_name[0])
+      fprintf(stderr, "%stensor \"", sep), put_str(stderr, d->tensor_name), fputc('"', stderr), sep = ", ";
     else if (d->tensor != DCR_NONE)
       fprintf(stderr, "%stensor #%llu", sep, (unsigned long long)d->tensor), sep = ", ";
     if (d->chunk != DCR_NONE) fprintf(stderr, "%schunk %llu", sep, (unsigned long long)d->chunk), sep = ", ";

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -29,44 +30,107 @@ void cli_signals_install(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 void cli_progress(void *opaque, uint64_t done, uint64_t total) {
   cli_progress_state *p = opaque;
-  uint64_t percent = total ? done * 100 / total : 100;
-  if (p->shown && percent == p->last_percent) return;
-  char a[32], b[32];
-  fprintf(stderr, "\r%s: %3llu%% (%s of %s)  ", p->what, (unsigned long long)percent,
+  double t = now();
+  if (!p->start) p->start = t;
+  if (p->shown && t - p->last < 0.1 && done < total) return;
+  p->last = t;
+  uint64_t percent = total ? (done > total ? 100 : done * 100 / total) : 100;
+  double elapsed = t - p->start, rate = elapsed > 0.2 ? (double)done / elapsed : 0;
+  char a[32], b[32], c[32], left[32] = "";
+  if (rate > 0 && done < total) {
+    long s = (long)((double)(total - done) / rate + 0.5);
+    if (s < 60) snprintf(left, sizeof left, ", %lds left", s);
+    else snprintf(left, sizeof left, ", %ldm%02lds left", s / 60, s % 60);
+  }
+  fprintf(stderr, "\r\033[K%s: %3llu%% (%s of %s", p->what, (unsigned long long)percent,
           cli_bytes(done, a), cli_bytes(total, b));
+  if (rate > 0) fprintf(stderr, ", %s/s%s", cli_bytes((uint64_t)rate, c), left);
+  fputc(')', stderr);
   p->shown = 1;
-  p->last_percent = percent;
 }
 
 void cli_progress_end(cli_progress_state *p) {
   if (p->shown) fputs("\r\033[K", stderr);
   p->shown = 0;
+  p->start = p->last = 0;
 }
 
-int cli_check_output(const char *path, int force) {
+/* Whether path names the same file as input (device and inode: hard links and
+ * symbolic links to it included). */
+static int same_file(const struct stat *out, const char *input) {
+  struct stat in;
+  return strcmp(input, "-") && !stat(input, &in) && in.st_dev == out->st_dev && in.st_ino == out->st_ino;
+}
+
+int cli_check_output(const char *path, int force, const char *const *inputs, size_t n_inputs) {
   struct stat st;
-  if (strcmp(path, "-") && !force && !lstat(path, &st)) {
-    fprintf(stderr, "dcr: %s: already exists; use -f to overwrite\n", path);
+  if (!strcmp(path, "-")) {
+    if (isatty(STDOUT_FILENO)) {
+      fprintf(stderr, "dcr: refusing to write binary data to a terminal; use -o FILE\n");
+      return CLI_USAGE;
+    }
+    /* `dcr encode a b -o - >> a` would append to an input while reading it */
+    for (size_t i = 0; !fstat(STDOUT_FILENO, &st) && S_ISREG(st.st_mode) && i < n_inputs; i++)
+      if (same_file(&st, inputs[i])) {
+        fprintf(stderr, "dcr: standard output is %s, an input; nothing written\n", inputs[i]);
+        return CLI_USAGE;
+      }
+    return CLI_OK;
+  }
+  if (lstat(path, &st)) return CLI_OK; /* a new file */
+  if (S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "dcr: %s: is a directory; -o wants a file name\n", path);
     return CLI_USAGE;
   }
-  if (!strcmp(path, "-") && isatty(STDOUT_FILENO)) {
-    fprintf(stderr, "dcr: refusing to write binary data to a terminal; use -o FILE\n");
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return CLI_OK; /* written into, never replaced */
+  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    fprintf(stderr, "dcr: %s: not a regular file, FIFO or character device; nothing written\n", path);
+    return CLI_USAGE;
+  }
+  for (size_t i = 0; S_ISREG(st.st_mode) && i < n_inputs; i++)
+    if (same_file(&st, inputs[i])) {
+      fprintf(stderr, "dcr: %s: is an input%s%s%s; choose another output (nothing written)\n",
+              path, strcmp(path, inputs[i]) ? " (the same file as " : "",
+              strcmp(path, inputs[i]) ? inputs[i] : "", strcmp(path, inputs[i]) ? ")" : "");
+      return CLI_USAGE;
+    }
+  if (!force) {
+    fprintf(stderr, "dcr: %s: already exists; use -f to replace it\n", path);
     return CLI_USAGE;
   }
   return CLI_OK;
 }
 
-int cli_output_open(cli_output *o, const char *path, int force) {
+int cli_output_open(cli_output *o, const char *path, int force, const char *const *inputs,
+                    size_t n_inputs) {
   memset(o, 0, sizeof *o);
   o->path = path;
   o->fd = -1;
-  int rc = cli_check_output(path, force);
+  int rc = cli_check_output(path, force, inputs, n_inputs);
   if (rc) return rc;
   if (!strcmp(path, "-")) {
-    o->to_stdout = 1;
+    o->stream = 1;
     o->fd = STDOUT_FILENO;
+    return CLI_OK;
+  }
+  struct stat st;
+  if (!stat(path, &st) && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    /* Opening a FIFO waits for its reader; an interrupt ends the wait. */
+    while ((o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC)) < 0 && errno == EINTR && !cli_interrupted) {}
+    if (o->fd < 0) {
+      if (cli_interrupted) return CLI_INTERRUPTED;
+      fprintf(stderr, "dcr: %s: DCR_E_IO: cannot open: %s\n", path, strerror(errno));
+      return CLI_IO;
+    }
+    o->stream = 1;
     return CLI_OK;
   }
   if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.dcr-XXXXXX", path) >= sizeof o->tmp) {
@@ -100,7 +164,15 @@ int cli_output_write(void *opaque, const void *data, size_t size) {
 }
 
 int cli_output_commit(cli_output *o) {
-  if (o->to_stdout) return CLI_OK;
+  if (o->stream) {
+    int fd = o->fd;
+    o->fd = -1;
+    if (fd != STDOUT_FILENO && close(fd)) {
+      fprintf(stderr, "dcr: %s: DCR_E_IO: cannot write: %s\n", o->path, strerror(errno));
+      return CLI_IO;
+    }
+    return cli_interrupted ? CLI_INTERRUPTED : CLI_OK;
+  }
   int fd = o->fd;
   o->fd = -1;
   if (fsync(fd) || close(fd) || rename(o->tmp, o->path)) {
@@ -112,7 +184,11 @@ int cli_output_commit(cli_output *o) {
 }
 
 void cli_output_abort(cli_output *o) {
-  if (o->to_stdout) return;
+  if (o->stream) {
+    if (o->fd > STDOUT_FILENO) close(o->fd);
+    o->fd = -1;
+    return;
+  }
   if (o->fd >= 0) close(o->fd);
   if (o->tmp[0]) unlink(o->tmp);
   o->fd = -1;

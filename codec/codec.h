@@ -171,7 +171,6 @@ typedef int (*dcr__take_fn)(void *ctx, size_t job, dcr_detail *d);
 DCR_HIDDEN int dcr__pool_stream(dcr__pool *pool, size_t jobs, dcr__job_fn fn, dcr__take_fn take,
                                 void *ctx, const volatile int *cancel, dcr_detail *d);
 DCR_HIDDEN void dcr__pool_free(dcr__pool *pool);
-DCR_HIDDEN unsigned dcr__default_threads(void);
 
 /* ---- pass.c: one pass over a bundle's target chunks (§10.1), under every apply */
 #define DCR__NO_RECORD UINT64_MAX

@@ -328,7 +328,7 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
       p->total += dcr__chunk_bytes(&spec->r->man, &spec->r->man.entries[p->jobs[j].entry],
                                    p->jobs[j].chunk);
   /* no more threads than jobs: a small bundle starts none */
-  unsigned threads = spec->threads ? spec->threads : dcr__default_threads();
+  unsigned threads = spec->threads ? spec->threads : dcr_default_threads();
   if (threads > p->job_count) threads = p->job_count ? (unsigned)p->job_count : 1;
   if (dcr__pool_create(&p->pool, threads)) return dcr__fail(d, DCR_E_NOMEM, "no threads");
   return make_slots(p, dcr__pool_window(p->pool), d);

@@ -55,15 +55,10 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-unsigned dcr__default_threads(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
-}
-
 int dcr__pool_create(dcr__pool **out, unsigned threads) {
   dcr__pool *p = calloc(1, sizeof *p);
   if (!p) return DCR_E_NOMEM;
-  if (!threads) threads = dcr__default_threads();
+  if (!threads) threads = dcr_default_threads();
   p->workers = calloc(threads, sizeof *p->workers);
   p->finished = calloc(2 * (size_t)threads, sizeof *p->finished);
   if (!p->workers || !p->finished) {

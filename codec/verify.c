@@ -23,6 +23,7 @@ typedef struct {
   dcr_problem_fn fn;
   void *opaque;
   int first; /* the first problem's code */
+  uint64_t done, total; /* payload bytes, for progress */
 } verifier;
 
 static size_t chunk_bytes(const dcr_reader *r, const dcr__chunk *c) {
@@ -86,6 +87,10 @@ static int take_chunk(void *ctx, size_t i, dcr_detail *d) {
   (void)d;
   verifier *v = ctx;
   const slot *s = &v->slots[i % v->slot_count];
+  if (v->r->progress) {
+    v->done += v->r->chunks[i].payload_length;
+    v->r->progress(v->r->progress_opaque, v->done, v->total);
+  }
   if (!s->rc) return DCR_OK;
   if (!v->first) v->first = s->rc;
   int stop = (v->fn && v->fn(v->opaque, &s->detail)) || s->rc == DCR_E_IO || s->rc == DCR_E_NOMEM;
@@ -94,11 +99,18 @@ static int take_chunk(void *ctx, size_t i, dcr_detail *d) {
 
 void dcr_reader_set_threads(dcr_reader *r, unsigned threads) { r->threads = threads; }
 
+void dcr_reader_set_cancel(dcr_reader *r, const volatile int *cancel) { r->cancel = cancel; }
+
+void dcr_reader_set_progress(dcr_reader *r, dcr_progress_fn progress, void *opaque) {
+  r->progress = progress;
+  r->progress_opaque = opaque;
+}
+
 int dcr_reader_verify_all(dcr_reader *r, dcr_problem_fn fn, void *opaque) {
   verifier v = {.r = r, .fn = fn, .opaque = opaque};
   dcr__pool *pool = NULL;
   /* no more threads than chunks: a small bundle starts none */
-  unsigned threads = r->threads ? r->threads : dcr__default_threads();
+  unsigned threads = r->threads ? r->threads : dcr_default_threads();
   if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
   if (dcr__pool_create(&pool, threads) || make_slots(&v, dcr__pool_window(pool))) {
     dcr_detail d;
@@ -110,10 +122,18 @@ int dcr_reader_verify_all(dcr_reader *r, dcr_problem_fn fn, void *opaque) {
     dcr__pool_free(pool);
     return rc;
   }
-  dcr_detail scratch;
-  dcr__pool_stream(pool, (size_t)r->chunk_count, verify_job, take_chunk, &v, NULL, &scratch);
+  for (uint64_t i = 0; r->progress && i < r->chunk_count; i++) v.total += r->chunks[i].payload_length;
+  dcr_detail stopped;
+  dcr__detail_init(&stopped);
+  int rc = dcr__pool_stream(pool, (size_t)r->chunk_count, verify_job, take_chunk, &v, r->cancel,
+                            &stopped);
   free_slots(&v);
   dcr__pool_free(pool);
+  if (rc == DCR_E_INTERRUPTED) {
+    dcr__detail_file(&stopped, r->path);
+    if (fn) fn(opaque, &stopped);
+    return rc;
+  }
   return v.first;
 }
 

@@ -196,6 +196,9 @@ struct dcr_reader {
   uint64_t section_count;
   dcr__metadata meta;
   unsigned threads; /* for verify: 0 = all online cores */
+  const volatile int *cancel;  /* for verify: dcr_reader_set_cancel */
+  dcr_progress_fn progress;    /* for verify: dcr_reader_set_progress */
+  void *progress_opaque;
 };
 
 /* ---- query.c: the public views of descriptors */

@@ -161,6 +161,12 @@ typedef enum { DCR_COMP_NONE = 0, DCR_COMP_ZSTD = 1 } dcr_compression;
 /* Returns "XOR_DENSE" etc., or NULL for an unknown id. */
 DCR_API const char *dcr_encoding_name(int encoding);
 
+/* The thread count that options of 0 threads mean: the CPUs this process may use
+ * (its CPU affinity, and the CPU quota of its cgroup, v1 or v2, if lower), at most
+ * 32. Each thread holds chunk buffers (README, "Memory"), so on a large node a
+ * caller that runs several jobs side by side should pass its own count. */
+DCR_API unsigned dcr_default_threads(void);
+
 /* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
 
@@ -175,7 +181,7 @@ typedef void (*dcr_progress_fn)(void *opaque, uint64_t done, uint64_t total);
 typedef struct {
   uint32_t chunk_size;      /* power of two, 4 KiB..max; default 4 MiB */
   int level;                /* zstd level; 0 stores without compression; default 3 */
-  unsigned threads;         /* worker threads; 0 = all online cores */
+  unsigned threads;         /* worker threads; 0 = dcr_default_threads() */
   int raw;                  /* 1: treat both inputs as raw files (one U8 tensor) */
   const dcr_meta *meta;     /* optional metadata pairs (SPEC.md §6.4) */
   size_t meta_count;
@@ -294,8 +300,14 @@ DCR_API void dcr_reader_section(const dcr_reader *reader, uint64_t i, dcr_sectio
 DCR_API void dcr_reader_meta(const dcr_reader *reader, uint64_t i, dcr_meta *meta);
 
 /* Threads that dcr_reader_verify and dcr_reader_verify_all decode chunks on;
- * 0 (the default) = all online cores. Results do not depend on it. */
+ * 0 (the default) = dcr_default_threads(). Results do not depend on it. */
 DCR_API void dcr_reader_set_threads(dcr_reader *reader, unsigned threads);
+
+/* Optional, for dcr_reader_verify and dcr_reader_verify_all: a non-zero *cancel
+ * stops them with DCR_E_INTERRUPTED; progress is called from the calling thread
+ * with chunk payload bytes checked so far and their total. */
+DCR_API void dcr_reader_set_cancel(dcr_reader *reader, const volatile int *cancel);
+DCR_API void dcr_reader_set_progress(dcr_reader *reader, dcr_progress_fn progress, void *opaque);
 
 /* Decodes every chunk without a base and checks every rule that needs no base
  * (SPEC.md §9): encodings, positions, decompressed sizes, counts. */
@@ -314,7 +326,7 @@ DCR_API int dcr_reader_verify_all(dcr_reader *reader, dcr_problem_fn fn, void *o
 /* Applying                                                                  */
 
 typedef struct {
-  unsigned threads;          /* 0 = all online cores */
+  unsigned threads;          /* 0 = dcr_default_threads() */
   dcr_progress_fn progress;  /* optional */
   void *progress_opaque;
   const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
@@ -375,7 +387,7 @@ DCR_API int dcr_patch_create(dcr_patch **patch, dcr_reader *reader, dcr_detail *
 DCR_API void dcr_patch_free(dcr_patch *patch);
 /* DCR_VERIFY_*; DCR_E_ARGUMENT for anything else. */
 DCR_API int dcr_patch_set_verify(dcr_patch *patch, int level);
-/* Worker threads; 0 (the default) = all online cores. Results do not depend on it. */
+/* Worker threads; 0 (the default) = dcr_default_threads(). Results do not depend on it. */
 DCR_API void dcr_patch_set_threads(dcr_patch *patch, unsigned threads);
 DCR_API void dcr_patch_set_progress(dcr_patch *patch, dcr_progress_fn progress, void *opaque);
 /* Non-zero *cancel stops the checking pass with DCR_E_INTERRUPTED, the state as
@@ -524,7 +536,7 @@ DCR_API void dcr_checkpoint_tensor(const dcr_checkpoint *ck, uint64_t i, dcr_ten
                                    const char **name, size_t *name_length);
 
 /* Reads every tensor's bytes and writes the state id (§7) to out; the result is
- * kept, so a second call reads nothing. threads: 0 = all online cores; the result
+ * kept, so a second call reads nothing. threads: 0 = dcr_default_threads(); the result
  * does not depend on it. */
 DCR_API int dcr_checkpoint_state_id(dcr_checkpoint *ck, unsigned threads, uint8_t out[16],
                                     dcr_detail *detail);

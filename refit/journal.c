@@ -397,7 +397,7 @@ int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd, unsi
   if ((uint64_t)st.st_size != j->file_size)
     return dcr__fail(d, DCR_E_JOURNAL, "the journal is for a file of %llu bytes; this one has "
                      "%llu", (unsigned long long)j->file_size, (unsigned long long)st.st_size);
-  if (!threads) threads = dcr__default_threads();
+  if (!threads) threads = dcr_default_threads();
   if (threads > j->count) threads = j->count ? (unsigned)j->count : 1;
   dcr__pool *pool = NULL;
   int rc = dcr__pool_create(&pool, threads) ? DCR_E_NOMEM : DCR_OK;

@@ -148,7 +148,7 @@ static int patch(patcher *pt, dcr_detail *d) {
   }
   for (uint64_t k = 0; k < r->chunk_count; k++)
     pt->total += dcr__chunk_bytes(m, &m->entries[r->chunks[k].tensor], r->chunks[k].chunk);
-  unsigned threads = pt->p->threads ? pt->p->threads : dcr__default_threads();
+  unsigned threads = pt->p->threads ? pt->p->threads : dcr_default_threads();
   if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
   size_t cs = dcr__max_chunk_bytes(m);
   dcr__pool *pool = NULL;

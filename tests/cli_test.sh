@@ -1167,15 +1167,20 @@ tcase "failed encode with -f leaves the pre-existing output untouched" t_failed_
 t_in_place() {
   need_ref || return
   cp "$W/m.b" "$W/inplace.st"
+  # -o onto an input is refused even with -f (issue 15): --in-place is the way
   dcr apply "$W/inplace.st" "$W/m.dcr" -o "$W/inplace.st" -f
-  expect_rc 0 "apply BASE BUNDLE -o BASE -f" || return
-  cmp -s "$W/inplace.st" "$W/m.t" || { fail "in-place output differs from the target"; return; }
-  # applying again, as a retried job would: the file is the target already
-  dcr apply "$W/inplace.st" "$W/m.dcr" -o "$W/inplace.st" -f
-  expect_rc 0 "second in-place apply" || return
-  cmp -s "$W/inplace.st" "$W/m.t" || fail "second in-place apply changed the file"
+  expect_rc 2 "apply BASE BUNDLE -o BASE -f" || return
+  grep -q -- "--in-place" "$W/e" || { fail "no hint to use --in-place: $(cat "$ERR")"; return; }
+  cmp -s "$W/inplace.st" "$W/m.b" || { fail "the refused apply changed the base"; return; }
+  dcr apply "$W/inplace.st" "$W/m.dcr" -o "$W/inplace.out"
+  expect_rc 0 "apply BASE BUNDLE -o OUT" || return
+  cmp -s "$W/inplace.out" "$W/m.t" || { fail "output differs from the target"; return; }
+  # applying again, as a retried job would: the input is the target already
+  dcr apply "$W/inplace.out" "$W/m.dcr" -o "$W/inplace.again"
+  expect_rc 0 "apply to the target" || return
+  cmp -s "$W/inplace.again" "$W/m.t" || fail "apply to the target changed it"
 }
-tcase "apply in place (-o BASE -f), then again -> a no-op (SPEC §10.2)" t_in_place
+tcase "apply -o BASE -f refused with a hint; applying to the target -> a no-op (SPEC §10.2)" t_in_place
 
 t_interrupt() {
   need_ref || return

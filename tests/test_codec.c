@@ -1029,7 +1029,7 @@ static void test_pool_runs_every_job_once_in_a_window(void **state) {
     dcr__pool_free(pool);
   }
   dcr__pool_free(NULL);
-  assert_true(dcr__default_threads() >= 1);
+  assert_true(dcr_default_threads() >= 1);
 }
 
 /* A take that fails, or a cancel, ends the stream: no job starts after it
