@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "dcr.h"
 
 /* Exit codes (README "Exit codes"). */
@@ -31,7 +33,7 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
       {"no-progress", no_argument, NULL, OPT_NO_PROGRESS}
-#define CLI_COMMON_SHORT "hqv"
+#define CLI_COMMON_SHORT ":hqv" /* the colon: getopt prints nothing itself */
 #define CLI_COMMON_HELP                                                       \
   "  -q, --quiet        print nothing but errors\n"                           \
   "  -v, --verbose      print more detail\n"                                  \
@@ -47,11 +49,24 @@ void cli_common_init(cli_common *c);
 int cli_exit_code(int code);
 /* Prints "dcr: FILE: DCR_E_NAME: message (offset N, section S, tensor T, chunk C)". */
 void cli_report(const char *fallback_file, int code, const dcr_detail *d);
+/* The JSON object of one error, as --json documents carry it: code, number,
+ * message, stage, file, offset, section, tensor, chunk (null where they do not
+ * apply). */
+json_t *cli_error_json(int code, const char *stage, const dcr_detail *d);
+/* Prints a JSON document on stdout, indented, and frees it. */
+void cli_print_json(json_t *doc);
+
 /* Prints n bytes of a name, a path or a message from a bundle with control
  * characters escaped (\x1b, \u009b, \\), so that a hostile name cannot drive
  * the terminal or forge a line. JSON output is escaped by jansson instead. */
 void cli_put_escaped(FILE *f, const char *s, size_t n);
 int cli_usage(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error for what getopt_long returned as c ('?' or ':'), in the one
+ * format of cli_usage: "unknown option '--x'", "option '--threads' needs a value". */
+int cli_bad_option(const char *command, int c, char **argv);
+/* CLI_OK if the operands after the options number min..max (max -1: no bound);
+ * else the usage error, saying whether some are missing or there are too many. */
+int cli_arg_count(const char *command, int argc, char **argv, int min, int max, const char *expected);
 
 /* Parses "123", "4K", "4M", "1G" (binary units). Returns 0 on success. */
 int cli_parse_size(const char *s, uint64_t *out);
@@ -107,6 +122,9 @@ int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_de
  * bundle names, the input's state, the bundle's metadata and a hint; reads the
  * whole input. Other codes print nothing (explain.c). */
 void cli_explain_mismatch(dcr_reader *r, const char *input_path, int code);
+
+/* Prints "  LABEL: key=value ..." on stderr, escaped, if the bundle has metadata. */
+void cli_print_meta(dcr_reader *r, const char *label);
 
 /* Human sizes: "1.23 MiB". */
 const char *cli_bytes(uint64_t n, char buf[32]);

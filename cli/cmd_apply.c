@@ -69,17 +69,15 @@ static int copy_to_stdout(const char *path) {
   return ok ? CLI_OK : CLI_IO;
 }
 
-static void print_meta(dcr_reader *r) {
-  dcr_bundle_info info;
-  dcr_reader_info(r, &info);
-  if (!info.meta_count) return;
-  fprintf(stderr, "  its metadata:");
-  for (uint64_t i = 0; i < info.meta_count; i++) {
-    dcr_meta m;
-    dcr_reader_meta(r, i, &m);
-    fprintf(stderr, " %s=%s", m.key, m.value);
-  }
-  fputc('\n', stderr);
+/* A bundle that is not a bundle while the "base" is one: the arguments are
+ * swapped, the commonest slip. */
+static void swapped_hint(const char *base, const char *not_bundle) {
+  struct stat st;
+  dcr_reader *r = NULL;
+  if (stat(base, &st) || !S_ISREG(st.st_mode) || dcr_reader_open_file(&r, base, NULL, NULL)) return;
+  dcr_reader_free(r);
+  fprintf(stderr, "  hint: %s is a bundle and %s is not; the base comes first:\n"
+          "        dcr apply %s %s -o OUT\n", base, not_bundle, not_bundle, base);
 }
 
 /* Every bundle must apply to the state the one before it makes: checked before
@@ -95,7 +93,7 @@ static int check_chain(const job *j) {
     cli_hex(cur.base_state, 16, got);
     fprintf(stderr, "dcr: %s: DCR_E_BASE_MISMATCH: the series is out of order: this bundle "
             "applies to state %s, but %s makes state %s\n", j->b[i].path, got, j->b[i - 1].path, want);
-    print_meta(j->b[i].r);
+    cli_print_meta(j->b[i].r, "its metadata");
     return CLI_INVALID;
   }
   return CLI_OK;
@@ -278,12 +276,12 @@ int cmd_apply(int argc, char **argv) {
         j.threads = (unsigned)v;
         break;
       case OPT_NO_SYNC: j.sync = 0; break;
-      default: return cli_usage("apply", "invalid option");
+      default: return cli_bad_option("apply", c, argv);
     }
   }
   j.quiet = j.common.quiet;
-  if (argc - optind < 2)
-    return cli_usage("apply", in_place ? "expected CKPT and BUNDLE" : "expected BASE and BUNDLE");
+  if (cli_arg_count("apply", argc, argv, 2, -1, in_place ? "CKPT and BUNDLE..." : "BASE and BUNDLE..."))
+    return CLI_USAGE;
   if (in_place && out) return cli_usage("apply", "--in-place writes CKPT itself; drop -o");
   if (!in_place && !out) return cli_usage("apply", "missing -o OUT (or --in-place)");
   const char *base = argv[optind];
@@ -309,6 +307,7 @@ int cmd_apply(int argc, char **argv) {
     j.b[i].path = argv[optind + 1 + i];
     int err = cli_open_bundle(j.b[i].path, &j.b[i].r, &j.b[i].mem, &d);
     if (err) cli_report(j.b[i].path, err, &d), rc = cli_exit_code(err);
+    if (err == DCR_E_MAGIC) swapped_hint(base, j.b[i].path);
   }
   if (!rc) rc = check_chain(&j);
   if (!rc && in_place) {

@@ -288,7 +288,7 @@ int cmd_bench(int argc, char **argv) {
         if (cli_parse_uint(optarg, 22, &v)) return cli_usage("bench", "bad --level");
         eo.level = (int)v;
         break;
-      default: return cli_usage("bench", "invalid option");
+      default: return cli_bad_option("bench", c, argv);
     }
   }
   for (char *tok = list ? strtok(list, ",") : NULL; tok; tok = strtok(NULL, ",")) {
@@ -302,7 +302,8 @@ int cmd_bench(int argc, char **argv) {
     if (n > 1) threads[nthreads++] = n;
   }
   int files = argc - optind;
-  if (files != 0 && files != 2) return cli_usage("bench", "expected no files, or BASE and TARGET");
+  if (files == 1) return cli_usage("bench", "missing arguments: expected no files, or BASE and TARGET");
+  if (cli_arg_count("bench", argc, argv, 0, 2, "no files, or BASE and TARGET")) return CLI_USAGE;
   const char *tmp = getenv("TMPDIR");
   char dir[4096], base[4200], target[4200], out[4200];
   snprintf(dir, sizeof dir, "%s/dcr-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");

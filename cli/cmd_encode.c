@@ -69,11 +69,11 @@ int cmd_encode(int argc, char **argv) {
         meta[opt.meta_count++] = (dcr_meta){optarg, eq + 1};
         break;
       }
-      default: return free(meta), cli_usage("encode", "invalid option");
+      default: return free(meta), cli_bad_option("encode", c, argv);
     }
   }
   opt.meta = meta;
-  if (argc - optind != 2) return free(meta), cli_usage("encode", "expected BASE and TARGET");
+  if (cli_arg_count("encode", argc, argv, 2, 2, "BASE and TARGET")) return free(meta), CLI_USAGE;
   if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
   cli_output o;
   const char *inputs[2] = {argv[optind], argv[optind + 1]};

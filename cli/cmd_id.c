@@ -96,9 +96,7 @@ static int print_ids(char **files, int count, const id_options *o) {
     putchar('\n');
   }
   if (all) {
-    json_dumpf(all, stdout, JSON_INDENT(2));
-    fputc('\n', stdout);
-    json_decref(all);
+    cli_print_json(all);
   }
   return rc;
 }
@@ -215,7 +213,7 @@ int cmd_id(int argc, char **argv) {
         if (cli_parse_uint(optarg, 1024, &v)) return cli_usage("id", "bad --threads '%s'", optarg);
         o.threads = (unsigned)v;
         break;
-      default: return cli_usage("id", "invalid option");
+      default: return cli_bad_option("id", c, argv);
     }
   }
   o.quiet = common.quiet;
@@ -227,6 +225,6 @@ int cmd_id(int argc, char **argv) {
     if (o.json) return cli_usage("id", "--json does not go with -c");
     return check_list(list, &o);
   }
-  if (optind == argc) return cli_usage("id", "expected one or more FILEs");
+  if (cli_arg_count("id", argc, argv, 1, -1, "one or more FILEs")) return CLI_USAGE;
   return print_ids(argv + optind, argc - optind, &o);
 }

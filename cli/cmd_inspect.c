@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -78,13 +79,19 @@ static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *i
   for (uint64_t i = 0; i < info->meta_count; i++) {
     dcr_meta m;
     dcr_reader_meta(r, i, &m);
-    printf("  meta %s = %s\n", m.key, m.value);
+    fputs("  meta ", stdout);
+    cli_put_escaped(stdout, m.key, strlen(m.key));
+    fputs(" = ", stdout);
+    cli_put_escaped(stdout, m.value, strlen(m.value));
+    putchar('\n');
   }
   if (verbose) {
     for (uint64_t i = 0; i < info->section_count; i++) {
       dcr_section_info s;
       dcr_reader_section(r, i, &s);
-      printf("  section %s at %llu, %llu bytes%s%s\n", s.type, (unsigned long long)s.offset,
+      fputs("  section ", stdout);
+      cli_put_escaped(stdout, s.type, strlen(s.type));
+      printf(" at %llu, %llu bytes%s%s\n", (unsigned long long)s.offset,
              (unsigned long long)s.length, s.critical ? "" : ", ancillary",
              s.compression ? ", zstd" : "");
     }
@@ -99,9 +106,10 @@ static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *i
     if (!verbose && !strcmp(status, "unchanged")) continue;
     char shape[64];
     shape_text(s, shape, sizeof shape);
-    printf("  %-10s %-8s %-16s %10llu %10llu  %.*s\n", status, dcr_dtype_name(s->dtype), shape,
-           (unsigned long long)ts[i].elements, (unsigned long long)ts[i].payload,
-           (int)t.name_length, t.name);
+    printf("  %-10s %-8s %-16s %10llu %10llu  ", status, dcr_dtype_name(s->dtype), shape,
+           (unsigned long long)ts[i].elements, (unsigned long long)ts[i].payload);
+    cli_put_escaped(stdout, t.name, t.name_length);
+    putchar('\n');
   }
   printf("  total: %llu changed elements in %llu chunks, %s of payload", 
          (unsigned long long)total->elements, (unsigned long long)total->chunks,
@@ -159,9 +167,7 @@ static void print_json(const char *path, dcr_reader *r, const dcr_bundle_info *i
                                 (json_int_t)total->chunks, "payload_bytes",
                                 (json_int_t)total->payload, "encodings",
                                 encodings_json(total->by_encoding)));
-  json_dumpf(doc, stdout, JSON_INDENT(2));
-  fputc('\n', stdout);
-  json_decref(doc);
+  cli_print_json(doc);
 }
 
 /* ---- a checkpoint (not a bundle) */
@@ -191,8 +197,10 @@ static void print_checkpoint_text(const char *path, const dcr_checkpoint *ck,
     dcr_checkpoint_tensor(ck, i, &s, &name, &n);
     shape_text(&s, shape, sizeof shape);
     cli_hex(s.hash, 16, hex);
-    printf("  %-8s %-16s %12llu  %s  %.*s\n", dcr_dtype_name(s.dtype), shape,
-           (unsigned long long)s.byte_length, hex, (int)n, name);
+    printf("  %-8s %-16s %12llu  %s  ", dcr_dtype_name(s.dtype), shape,
+           (unsigned long long)s.byte_length, hex);
+    cli_put_escaped(stdout, name, n);
+    putchar('\n');
   }
 }
 
@@ -216,9 +224,7 @@ static void print_checkpoint_json(const char *path, const dcr_checkpoint *ck,
                           (json_int_t)ci->file_size, "prefix_length",
                           (json_int_t)ci->prefix_length, "tensor_count",
                           (json_int_t)ci->tensor_count, "state_id", hex, "tensors", tensors);
-  json_dumpf(doc, stdout, JSON_INDENT(2));
-  fputc('\n', stdout);
-  json_decref(doc);
+  cli_print_json(doc);
 }
 
 /* A file that is not a bundle (DCR_E_MAGIC, in *bundle_error) may be a
@@ -230,8 +236,15 @@ static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, 
   uint8_t id[16];
   int err = dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, NULL, &d);
   if (err) {
+    if (json) {
+      json_t *e = cli_error_json(DCR_E_MAGIC, "structure", bundle_error);
+      json_object_set_new(e, "checkpoint_error", cli_error_json(err, "checkpoint", &d));
+      cli_print_json(json_pack("{s:s, s:o}", "file", path, "error", e));
+    }
     cli_report(path, DCR_E_MAGIC, bundle_error);
-    fprintf(stderr, "  (nor a safetensors checkpoint: %s: %s)\n", dcr_error_name(err), d.message);
+    fprintf(stderr, "  (nor a safetensors checkpoint: %s: ", dcr_error_name(err));
+    cli_put_escaped(stderr, d.message, strlen(d.message));
+    fputs(")\n", stderr);
     return cli_exit_code(DCR_E_MAGIC);
   }
   /* Nothing is written: an interrupt may end the hashing where it stands. */
@@ -239,7 +252,10 @@ static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, 
   signal(SIGTERM, SIG_DFL);
   dcr_checkpoint_summary ci;
   dcr_checkpoint_info(ck, &ci);
-  if ((err = dcr_checkpoint_state_id(ck, 0, id, &d))) cli_report(path, err, &d);
+  if ((err = dcr_checkpoint_state_id(ck, 0, id, &d))) {
+    if (json) cli_print_json(json_pack("{s:s, s:o}", "file", path, "error", cli_error_json(err, "checkpoint", &d)));
+    cli_report(path, err, &d);
+  }
   else if (json) print_checkpoint_json(path, ck, &ci, id);
   else print_checkpoint_text(path, ck, &ci, id, verbose);
   dcr_checkpoint_free(ck);
@@ -259,16 +275,19 @@ int cmd_inspect(int argc, char **argv) {
       continue;
     }
     if (c == OPT_JSON) json = 1;
-    else return cli_usage("inspect", "invalid option");
+    else return cli_bad_option("inspect", c, argv);
   }
-  if (argc - optind != 1) return cli_usage("inspect", "expected one BUNDLE");
+  if (cli_arg_count("inspect", argc, argv, 1, 1, "one BUNDLE or CHECKPOINT")) return CLI_USAGE;
   const char *path = argv[optind];
   dcr_reader *r;
   void *mem;
   dcr_detail d;
   int err = cli_open_bundle(path, &r, &mem, &d);
-  if (err == DCR_E_MAGIC && strcmp(path, "-")) return inspect_checkpoint(path, &d, json, common.verbose);
+  struct stat st;
+  if (err == DCR_E_MAGIC && !stat(path, &st) && S_ISREG(st.st_mode))
+    return inspect_checkpoint(path, &d, json, common.verbose);
   if (err) {
+    if (json) cli_print_json(json_pack("{s:s, s:o}", "file", path, "error", cli_error_json(err, "structure", &d)));
     cli_report(path, err, &d);
     free(mem);
     return cli_exit_code(err);

@@ -59,10 +59,10 @@ int cmd_synth(int argc, char **argv) {
           return cli_usage("synth", "--dtype wants BF16, F16 or F32");
         break;
       case 'f': force = 1; break;
-      default: return cli_usage("synth", "invalid option");
+      default: return cli_bad_option("synth", c, argv);
     }
   }
-  if (argc - optind != 2) return cli_usage("synth", "expected BASE and TARGET");
+  if (cli_arg_count("synth", argc, argv, 2, 2, "BASE and TARGET")) return CLI_USAGE;
   for (int i = 0; i < 2; i++) {
     if (!strcmp(argv[optind + i], "-")) return cli_usage("synth", "outputs must be files");
     int rc = cli_check_output(argv[optind + i], force, NULL, 0);

@@ -20,20 +20,6 @@ static const char usage[] =
     "      --json           print one JSON document on stdout (see README)\n"
     "      --threads N      worker threads (default: usable CPUs, up to 32)\n";
 
-static json_t *error_json(int code, const char *stage, const dcr_detail *d) {
-  json_t *e = json_pack("{s:s, s:i, s:s, s:s}", "code", dcr_error_name(code), "number", code,
-                        "message", d->message[0] ? d->message : dcr_error_message(code),
-                        "stage", stage);
-  json_object_set_new(e, "file", d->file[0] ? json_string(d->file) : json_null());
-  json_object_set_new(e, "offset", d->offset != DCR_NONE ? json_integer((json_int_t)d->offset)
-                                                        : json_null());
-  json_object_set_new(e, "section", d->section[0] ? json_string(d->section) : json_null());
-  json_object_set_new(e, "tensor", d->tensor_name[0] ? json_string(d->tensor_name) : json_null());
-  json_object_set_new(e, "chunk", d->chunk != DCR_NONE ? json_integer((json_int_t)d->chunk)
-                                                      : json_null());
-  return e;
-}
-
 typedef struct {
   int json, quiet, worst;
   json_t *errors;
@@ -47,7 +33,7 @@ static int record(report *rp, int code, const dcr_detail *d) {
   int exit_code = cli_exit_code(code);
   if (exit_code == CLI_USAGE) exit_code = CLI_IO;
   if (exit_code > rp->worst || rp->worst == CLI_OK) rp->worst = exit_code;
-  if (rp->json) json_array_append_new(rp->errors, error_json(code, rp->stage, d));
+  if (rp->json) json_array_append_new(rp->errors, cli_error_json(code, rp->stage, d));
   else cli_report(rp->bundle, code, d);
   return 0;
 }
@@ -96,10 +82,10 @@ int cmd_validate(int argc, char **argv) {
           return cli_usage("validate", "bad --threads '%s'", optarg);
         aopt.threads = (unsigned)v;
         break;
-      default: return cli_usage("validate", "invalid option");
+      default: return cli_bad_option("validate", c, argv);
     }
   }
-  if (argc - optind != 1) return cli_usage("validate", "expected one BUNDLE");
+  if (cli_arg_count("validate", argc, argv, 1, 1, "one BUNDLE")) return CLI_USAGE;
   report rp = {json, common.quiet, CLI_OK, json_array(), argv[optind], "structure"};
   dcr_reader *r = NULL;
   void *mem = NULL;
@@ -142,9 +128,7 @@ int cmd_validate(int argc, char **argv) {
                                   check_json(chunks && base, base_ok), "target",
                                   check_json(chunks && target, target_ok)));
     if (base_ok) json_object_set_new(doc, "base_is_target", json_boolean(base_is_target));
-    json_dumpf(doc, stdout, JSON_INDENT(2));
-    fputc('\n', stdout);
-    json_decref(doc);
+    cli_print_json(doc);
   } else {
     json_decref(rp.errors);
     if (valid && !common.quiet)

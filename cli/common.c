@@ -3,6 +3,8 @@
  * commands.
  */
 #include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +80,27 @@ void cli_report(const char *fallback_file, int code, const dcr_detail *d) {
   fputc('\n', stderr);
 }
 
+json_t *cli_error_json(int code, const char *stage, const dcr_detail *d) {
+  json_t *e = json_pack("{s:s, s:i, s:s, s:s}", "code", dcr_error_name(code), "number", code,
+                        "message", d->message[0] ? d->message : dcr_error_message(code),
+                        "stage", stage);
+  json_object_set_new(e, "file", d->file[0] ? json_string(d->file) : json_null());
+  json_object_set_new(e, "offset", d->offset != DCR_NONE ? json_integer((json_int_t)d->offset)
+                                                        : json_null());
+  json_object_set_new(e, "section", d->section[0] ? json_string(d->section) : json_null());
+  json_object_set_new(e, "tensor", d->tensor_name[0] ? json_string(d->tensor_name) : json_null());
+  json_object_set_new(e, "chunk", d->chunk != DCR_NONE ? json_integer((json_int_t)d->chunk)
+                                                      : json_null());
+  return e;
+}
+
+void cli_print_json(json_t *doc) {
+  json_dumpf(doc, stdout, JSON_INDENT(2));
+  fputc('\n', stdout);
+  fflush(stdout);
+  json_decref(doc);
+}
+
 int cli_usage(const char *command, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "dcr%s%s: ", command ? " " : "", command ? command : "");
@@ -86,6 +109,24 @@ int cli_usage(const char *command, const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "\nTry 'dcr %s%s--help'.\n", command ? command : "", command ? " " : "");
   return CLI_USAGE;
+}
+
+int cli_bad_option(const char *command, int c, char **argv) {
+  const char *arg = argv[optind - 1];
+  int n = (int)strcspn(arg, "=");
+  if (c == ':' && optopt && optopt < 256 && arg[0] == '-' && arg[1] != '-')
+    return cli_usage(command, "option '-%c' needs a value", optopt);
+  if (c == ':') return cli_usage(command, "option '%.*s' needs a value", n, arg);
+  if (optopt && optopt < 256) return cli_usage(command, "unknown option '-%c'", optopt);
+  return cli_usage(command, "unknown option '%.*s'", n, arg);
+}
+
+int cli_arg_count(const char *command, int argc, char **argv, int min, int max, const char *expected) {
+  int have = argc - optind;
+  if (have < min) return cli_usage(command, "missing arguments: expected %s", expected);
+  if (max >= 0 && have > max)
+    return cli_usage(command, "too many arguments (from '%s' on): expected %s", argv[optind + max], expected);
+  return CLI_OK;
 }
 
 int cli_parse_uint(const char *s, uint64_t max, uint64_t *out) {

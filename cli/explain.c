@@ -46,15 +46,23 @@ void cli_explain_mismatch(dcr_reader *r, const char *input_path, int code) {
     cli_hex(id, 16, hex);
     fprintf(stderr, "  input has state %s\n", hex);
   }
-  if (info.meta_count) {
-    fputs("  bundle metadata:", stderr);
-    for (uint64_t i = 0; i < info.meta_count; i++) {
-      dcr_meta m;
-      dcr_reader_meta(r, i, &m);
-      fprintf(stderr, " %s=%s", m.key, m.value);
-    }
-    fputc('\n', stderr);
-  }
+  cli_print_meta(r, "bundle metadata");
   const char *h = err ? NULL : hint(&info, id, code);
   if (h) fprintf(stderr, "  hint: %s\n", h);
+}
+
+void cli_print_meta(dcr_reader *r, const char *label) {
+  dcr_bundle_info info;
+  dcr_reader_info(r, &info);
+  if (!info.meta_count) return;
+  fprintf(stderr, "  %s:", label);
+  for (uint64_t i = 0; i < info.meta_count; i++) {
+    dcr_meta m;
+    dcr_reader_meta(r, i, &m);
+    fputc(' ', stderr);
+    cli_put_escaped(stderr, m.key, strlen(m.key));
+    fputc('=', stderr);
+    cli_put_escaped(stderr, m.value, strlen(m.value));
+  }
+  fputc('\n', stderr);
 }

@@ -194,37 +194,87 @@ void cli_output_abort(cli_output *o) {
   o->fd = -1;
 }
 
-static int read_failed(dcr_detail *d, int code, const char *what) {
+static int read_failed(dcr_detail *d, const char *name, int code, const char *what) {
   memset(d, 0, sizeof *d);
   d->offset = d->tensor = d->chunk = DCR_NONE;
   d->code = code;
-  snprintf(d->file, sizeof d->file, "(stdin)");
-  snprintf(d->message, sizeof d->message, "%s", what);
+  snprintf(d->file, sizeof d->file, "%s", name);
+  if (code == DCR_E_NOMEM || code == DCR_E_LIMIT)
+    snprintf(d->message, sizeof d->message, "a bundle read from a pipe is held in memory, and "
+             "this one is larger than %s; give it as a file", what);
+  else snprintf(d->message, sizeof d->message, "%s", what);
   return code;
+}
+
+/* Reads a bundle from a pipe into memory, looking at its header as soon as it has
+ * it: a stream that is not a bundle fails after 8 bytes, not after all of it. The
+ * whole bundle is needed (the footer is at its end), so it is held, up to the
+ * memory budget. */
+static int read_stream(int fd, const char *name, void **memory, size_t *size, dcr_detail *d) {
+  dcr_limits lim;
+  dcr_limits_default(&lim);
+  uint64_t cap_limit = lim.max_memory < lim.max_bundle_size ? lim.max_memory : lim.max_bundle_size;
+  size_t cap = 1 << 16, n = 0;
+  int header_seen = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (!buf) return read_failed(d, name, DCR_E_NOMEM, "cannot hold the bundle in memory");
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (cli_interrupted) return free(buf), read_failed(d, name, DCR_E_INTERRUPTED, "interrupted");
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return free(buf), read_failed(d, name, DCR_E_IO, strerror(errno));
+    if (r == 0) break;
+    n += (size_t)r;
+    if (!header_seen && n >= 64) {
+      /* What the 64-byte header decides (R-HDR-1..5) does not depend on the rest. */
+      dcr_reader *probe = NULL;
+      int rc = dcr_reader_open_memory(&probe, buf, 64, NULL, d);
+      dcr_reader_free(probe);
+      if (rc == DCR_E_MAGIC || rc == DCR_E_CHECKSUM || rc == DCR_E_VERSION || rc == DCR_E_RESERVED) {
+        snprintf(d->file, sizeof d->file, "%s", name);
+        return free(buf), rc;
+      }
+      header_seen = 1;
+    }
+    if (n == cap) {
+      if ((uint64_t)cap >= cap_limit) {
+        char a[32];
+        free(buf);
+        return read_failed(d, name, lim.max_memory < lim.max_bundle_size ? DCR_E_NOMEM : DCR_E_LIMIT,
+                           cli_bytes(cap_limit, a));
+      }
+      size_t grow = (uint64_t)cap * 2 > cap_limit ? (size_t)cap_limit : cap * 2;
+      char *p = realloc(buf, grow);
+      if (!p) free(buf);
+      buf = p;
+      cap = grow;
+    }
+  }
+  *memory = buf;
+  *size = n;
+  return DCR_OK;
 }
 
 int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d) {
   *memory = NULL;
   *reader = NULL;
-  if (strcmp(path, "-")) return dcr_reader_open_file(reader, path, NULL, d);
-  size_t cap = 1 << 20, n = 0;
-  char *buf = malloc(cap);
-  for (;;) {
-    if (!buf) return read_failed(d, DCR_E_NOMEM, "cannot hold the bundle in memory");
-    ssize_t r = read(STDIN_FILENO, buf + n, cap - n);
-    if (cli_interrupted) return free(buf), read_failed(d, DCR_E_INTERRUPTED, "interrupted");
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return free(buf), read_failed(d, DCR_E_IO, strerror(errno));
-    if (r == 0) break;
-    n += (size_t)r;
-    if (n == cap) {
-      char *p = realloc(buf, cap *= 2);
-      if (!p) free(buf);
-      buf = p;
-    }
+  struct stat st;
+  int is_stdin = !strcmp(path, "-");
+  if (!is_stdin && (stat(path, &st) || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))))
+    return dcr_reader_open_file(reader, path, NULL, d);
+  const char *name = is_stdin ? "(stdin)" : path;
+  int fd = STDIN_FILENO;
+  if (!is_stdin) {
+    while ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 && errno == EINTR && !cli_interrupted) {}
+    if (fd < 0)
+      return read_failed(d, name, cli_interrupted ? DCR_E_INTERRUPTED : DCR_E_IO,
+                         cli_interrupted ? "interrupted" : strerror(errno));
   }
-  *memory = buf;
-  int rc = dcr_reader_open_memory(reader, buf, n, NULL, d);
-  if (rc && !strcmp(d->file, "<memory>")) snprintf(d->file, sizeof d->file, "(stdin)");
+  size_t n = 0;
+  int rc = read_stream(fd, name, memory, &n, d);
+  if (!is_stdin) close(fd);
+  if (rc) return rc;
+  rc = dcr_reader_open_memory(reader, *memory, n, NULL, d);
+  if (rc && !strcmp(d->file, "<memory>")) snprintf(d->file, sizeof d->file, "%s", name);
   return rc;
 }

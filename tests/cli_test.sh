@@ -813,6 +813,8 @@ check_bad() {
     dcr inspect "$f" --json
     expect_rc 1 "inspect --json" || return 1
     expect_code "$code" "inspect" || return 1
+    python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; sys.exit(e["code"] != sys.argv[2])' \
+      "$W/o" "$code" || { fail "inspect --json: no error document with $code on stdout"; return 1; }
   fi
   rm -rf "$W/od"
   mkdir "$W/od"
