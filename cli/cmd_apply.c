@@ -32,7 +32,8 @@ static const char usage[] =
     "                       looked at, to recognize a bundle applied twice)\n"
     "      --threads N      worker threads (default: usable CPUs, up to 32)\n"
     "      --no-sync        no fsync: survives a killed process, not a power loss\n"
-    "  -f, --force          replace OUT if it exists\n";
+    "  -f, --force          replace OUT if it exists\n"
+    "      --json           print what was done as one JSON document on stdout\n";
 
 typedef struct {
   const char *path;
@@ -42,7 +43,7 @@ typedef struct {
 
 typedef struct {
   bundle *b;
-  int n, verify, sync, quiet;
+  int n, verify, sync, quiet, json;
   unsigned threads;
   cli_progress_state progress;
   cli_common common;
@@ -97,6 +98,27 @@ static int check_chain(const job *j) {
     return CLI_INVALID;
   }
   return CLI_OK;
+}
+
+/* The --json document of a successful apply. */
+static void print_done(const job *j, const char *path, const char *mode, int applied,
+                       const dcr_patch_stats *st) {
+  dcr_bundle_info info;
+  char state[33];
+  dcr_reader_info(j->b[j->n - 1].r, &info);
+  cli_hex(info.target_state, 16, state);
+  static const char *const levels[3] = {"full", "chunk", "none"};
+  json_t *doc = json_pack("{s:s, s:s, s:i, s:i, s:I, s:s, s:s}", "output", path, "mode", mode,
+                          "bundles", j->n, "bundles_applied", applied, "target_bytes",
+                          (json_int_t)info.target_size, "target_state", state, "verify",
+                          !strcmp(mode, "copy") && j->n == 1 ? "full" : levels[j->verify]);
+  if (st)
+    json_object_update_new(doc, json_pack("{s:b, s:b, s:I, s:I, s:I}", "recovered", st->recovered,
+                                          "already_target", st->already_target, "chunks_patched",
+                                          (json_int_t)st->chunks_patched, "bytes_written",
+                                          (json_int_t)st->bytes_written, "journal_bytes",
+                                          (json_int_t)st->journal_bytes));
+  cli_print_json(doc);
 }
 
 static int report(const job *j, const char *input, int i, int err, const dcr_detail *d) {
@@ -168,7 +190,12 @@ static int run_in_place(job *j, const char *ckpt) {
     total.bytes_written += st.bytes_written;
     if (st.journal_bytes > total.journal_bytes) total.journal_bytes = st.journal_bytes;
   }
-  if (rc || j->quiet) return rc;
+  if (!rc && j->json) {
+    total.recovered |= recovered;
+    total.already_target = start == j->n || (j->n - start == 1 && total.already_target);
+    print_done(j, ckpt, "in-place", j->n - start, &total);
+  }
+  if (rc || j->quiet || j->json) return rc;
   char a[32], b[32];
   if (recovered || total.recovered)
     fprintf(stderr, "%s: finished an apply that had been interrupted (from its journal)\n", ckpt);
@@ -234,7 +261,8 @@ static int run_copy(job *j, const char *base, const char *out, const char *dest)
                     strerror(errno)), CLI_IO);
   }
   if (j->n > 1 && rc) unlink(tmp);
-  if (!rc && !j->quiet && strcmp(out, "-")) {
+  if (!rc && j->json) print_done(j, out, "copy", j->n, NULL);
+  if (!rc && !j->quiet && !j->json && strcmp(out, "-")) {
     dcr_bundle_info info;
     char a[32];
     dcr_reader_info(j->b[j->n - 1].r, &info);
@@ -252,6 +280,7 @@ int cmd_apply(int argc, char **argv) {
                                         {"verify", required_argument, NULL, OPT_VERIFY},
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
+                                        {"json", no_argument, NULL, OPT_JSON},
                                         {NULL, 0, NULL, 0}};
   job j = {.verify = 0, .sync = 1, .progress = {.what = "applying"}};
   cli_common_init(&j.common);
@@ -276,6 +305,7 @@ int cmd_apply(int argc, char **argv) {
         j.threads = (unsigned)v;
         break;
       case OPT_NO_SYNC: j.sync = 0; break;
+      case OPT_JSON: j.json = 1; break;
       default: return cli_bad_option("apply", c, argv);
     }
   }
@@ -283,6 +313,8 @@ int cmd_apply(int argc, char **argv) {
   if (cli_arg_count("apply", argc, argv, 2, -1, in_place ? "CKPT and BUNDLE..." : "BASE and BUNDLE..."))
     return CLI_USAGE;
   if (in_place && out) return cli_usage("apply", "--in-place writes CKPT itself; drop -o");
+  if (j.json && out && !strcmp(out, "-"))
+    return cli_usage("apply", "--json prints on standard output: -o - cannot go there too");
   if (!in_place && !out) return cli_usage("apply", "missing -o OUT (or --in-place)");
   const char *base = argv[optind];
   j.n = argc - optind - 1;

@@ -26,7 +26,8 @@ static const char usage[] =
     "      --threads LIST   comma-separated thread counts (default: 1 and the default count)\n"
     "      --runs N         runs per figure (default 3)\n"
     "      --chunk-size N   as for encode (default 4M)\n"
-    "      --level N        as for encode (default 3)\n";
+    "      --level N        as for encode (default 3)\n"
+    "      --json           print the results as one JSON document on stdout\n";
 
 typedef struct {
   uint8_t *data;
@@ -66,7 +67,7 @@ static double median(double *v, int n) {
 
 /* Runs encode, validate and apply `runs` times with `threads`; prints one line. */
 static int bench_threads(const char *base, const char *target, const char *out,
-                         const dcr_encode_options *eo, unsigned threads, int runs) {
+                         const dcr_encode_options *eo, unsigned threads, int runs, json_t *rows) {
   double te[16], to[16], tv[16], ta[16];
   membuf m = {0};
   dcr_encode_stats st;
@@ -77,6 +78,7 @@ static int bench_threads(const char *base, const char *target, const char *out,
   dcr_apply_options_default(&ao);
   ao.threads = threads;
   ao.sync = 0;
+  ao.cancel = &cli_interrupted;
   for (int r = 0; r < runs; r++) {
     m.size = 0;
     double t0 = now();
@@ -90,6 +92,7 @@ static int bench_threads(const char *base, const char *target, const char *out,
     }
     if (!rc) {
       dcr_reader_set_threads(reader, threads);
+      dcr_reader_set_cancel(reader, &cli_interrupted);
       t0 = now();
       rc = dcr_reader_verify(reader, &d);
       tv[r] = to[r] + now() - t0;
@@ -112,10 +115,20 @@ static int bench_threads(const char *base, const char *target, const char *out,
   double gb = (double)st.target_size / 1e9;
   double e = median(te, runs), op = median(to, runs), v = median(tv, runs), a = median(ta, runs);
   double bundle_gb = (double)m.size / 1e9;
-  printf("%7u %9.4f%% %8.3f %9.2f %9.2f %9.2f %9.2f %10.1f\n", threads,
-         100.0 * (double)st.bundle_size / (double)st.target_size,
-         st.changed_elements ? (double)st.bundle_size / (double)st.changed_elements : 0.0,
-         gb / e, gb / a, bundle_gb / op, bundle_gb / v, (double)ru.ru_maxrss / 1024.0);
+  double share = 100.0 * (double)st.bundle_size / (double)st.target_size;
+  double per = st.changed_elements ? (double)st.bundle_size / (double)st.changed_elements : 0.0;
+  if (rows)
+    json_array_append_new(rows, json_pack("{s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                                          "threads", (int)threads, "bundle_bytes",
+                                          (json_int_t)st.bundle_size, "target_bytes",
+                                          (json_int_t)st.target_size, "bundle_percent", share,
+                                          "bytes_per_changed_element", per, "encode_gbps", gb / e,
+                                          "apply_gbps", gb / a, "open_gbps", bundle_gb / op,
+                                          "verify_gbps", bundle_gb / v, "peak_mib",
+                                          (double)ru.ru_maxrss / 1024.0));
+  else
+    printf("%7u %9.4f%% %8.3f %9.2f %9.2f %9.2f %9.2f %10.1f\n", threads, share, per, gb / e,
+           gb / a, bundle_gb / op, bundle_gb / v, (double)ru.ru_maxrss / 1024.0);
   free(m.data);
   return CLI_OK;
 }
@@ -171,7 +184,8 @@ static int copy_file(const uint8_t *data, size_t size, const char *path) {
  * at full and chunk level, in GB/s of checkpoint; trusted also in changed
  * elements per second; the journal's size as a share of the checkpoint. */
 static int bench_refit(const uint8_t *pristine, size_t size, const char *base, dcr_reader *r,
-                       const char *work, uint64_t changed, unsigned threads, int runs) {
+                       const char *work, uint64_t changed, unsigned threads, int runs,
+                       json_t *rows) {
   static const int levels[5] = {DCR_VERIFY_FULL, DCR_VERIFY_CHUNK, DCR_VERIFY_NONE,
                                 DCR_VERIFY_FULL, DCR_VERIFY_CHUNK};
   double t[5][16];
@@ -182,6 +196,7 @@ static int bench_refit(const uint8_t *pristine, size_t size, const char *base, d
   int rc = h.data ? dcr_checkpoint_open(&h.ck, base, DCR_KIND_SAFETENSORS, NULL, &d) : DCR_E_NOMEM;
   if (!rc) rc = dcr_patch_create(&p, r, &d);
   if (!rc) dcr_patch_set_threads(p, threads), dcr_patch_set_sync(p, 0);
+  if (!rc) dcr_patch_set_cancel(p, &cli_interrupted);
   for (int k = 0; k < 5 && !rc; k++) {
     dcr_patch_set_verify(p, levels[k]);
     for (int run = 0; run < runs && !rc; run++) {
@@ -198,7 +213,17 @@ static int bench_refit(const uint8_t *pristine, size_t size, const char *base, d
     cli_report(NULL, rc, &d);
   } else {
     double gb = (double)size / 1e9, none = median(t[2], runs);
-    printf("%7u %9.2f %9.2f %9.2f %10.1f %9.2f %9.2f %8.3f%%\n", threads, gb / median(t[0], runs),
+    if (rows)
+      json_array_append_new(rows, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "threads",
+                                            (int)threads, "memory_full_gbps",
+                                            gb / median(t[0], runs), "memory_chunk_gbps",
+                                            gb / median(t[1], runs), "memory_none_gbps", gb / none,
+                                            "none_million_elements_per_s",
+                                            (double)changed / none / 1e6, "in_place_full_gbps",
+                                            gb / median(t[3], runs), "in_place_chunk_gbps",
+                                            gb / median(t[4], runs), "journal_percent",
+                                            100.0 * (double)st.journal_bytes / (double)size));
+    else printf("%7u %9.2f %9.2f %9.2f %10.1f %9.2f %9.2f %8.3f%%\n", threads, gb / median(t[0], runs),
            gb / median(t[1], runs), gb / none, (double)changed / none / 1e6,
            gb / median(t[3], runs), gb / median(t[4], runs),
            100.0 * (double)st.journal_bytes / (double)size);
@@ -213,7 +238,7 @@ static int bench_refit(const uint8_t *pristine, size_t size, const char *base, d
  * into a copy of the base file, for each thread count. */
 static int bench_refits(const char *base, const char *target, const char *dir,
                         const dcr_encode_options *eo, const unsigned *threads, unsigned nthreads,
-                        int runs) {
+                        int runs, json_t *rows) {
   membuf m = {0};
   dcr_encode_stats es;
   dcr_detail d;
@@ -228,18 +253,19 @@ static int bench_refits(const char *base, const char *target, const char *dir,
     rc = (snprintf(d.message, sizeof d.message, "cannot read the base"), DCR_E_IO);
   if (rc) {
     cli_report(NULL, rc, &d);
+    rc = cli_exit_code(rc);
   } else {
-    printf("\nrefit (dcr_patch): GB/s of checkpoint; in-place is a file in the page cache, no fsync\n"
+    if (!rows) printf("\nrefit (dcr_patch): GB/s of checkpoint; in-place is a file in the page cache, no fsync\n"
            "%7s %9s %9s %9s %10s %9s %9s %9s\n", "threads", "mem full", "mem chunk", "mem none",
            "none Mel/s", "inp full", "inp chunk", "journal");
     for (unsigned i = 0; i < nthreads && !rc; i++)
-      rc = bench_refit(pristine, size, base, r, work, es.changed_elements, threads[i], runs) ? 1 : 0;
+      rc = bench_refit(pristine, size, base, r, work, es.changed_elements, threads[i], runs, rows);
   }
   unlink(work);
   dcr_reader_free(r);
   free(m.data);
   free(pristine);
-  return rc ? cli_exit_code(rc) : CLI_OK;
+  return rc;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -250,6 +276,7 @@ int cmd_bench(int argc, char **argv) {
                                         {"runs", required_argument, NULL, OPT_RUNS},
                                         {"chunk-size", required_argument, NULL, OPT_CHUNK_SIZE},
                                         {"level", required_argument, NULL, OPT_LEVEL},
+                                        {"json", no_argument, NULL, OPT_JSON},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common);
@@ -260,7 +287,7 @@ int cmd_bench(int argc, char **argv) {
   dcr_encode_options_default(&eo);
   unsigned threads[16], nthreads = 0;
   uint64_t v;
-  int c, stop = 0, runs = 3;
+  int c, stop = 0, runs = 3, json = 0;
   char *end, *list = NULL;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT, longs, NULL)) != -1) {
     if (cli_common_option(&common, c, usage, &stop)) {
@@ -285,9 +312,10 @@ int cmd_bench(int argc, char **argv) {
         eo.chunk_size = (uint32_t)v;
         break;
       case OPT_LEVEL:
-        if (cli_parse_uint(optarg, 22, &v)) return cli_usage("bench", "bad --level");
+        if (cli_parse_uint(optarg, 22, &v)) return cli_usage("bench", "bad --level '%s'", optarg);
         eo.level = (int)v;
         break;
+      case OPT_JSON: json = 1; break;
       default: return cli_bad_option("bench", c, argv);
     }
   }
@@ -304,6 +332,8 @@ int cmd_bench(int argc, char **argv) {
   int files = argc - optind;
   if (files == 1) return cli_usage("bench", "missing arguments: expected no files, or BASE and TARGET");
   if (cli_arg_count("bench", argc, argv, 0, 2, "no files, or BASE and TARGET")) return CLI_USAGE;
+  eo.cancel = &cli_interrupted;
+  json_t *doc = json ? json_object() : NULL;
   const char *tmp = getenv("TMPDIR");
   char dir[4096], base[4200], target[4200], out[4200];
   snprintf(dir, sizeof dir, "%s/dcr-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -322,16 +352,32 @@ int cmd_bench(int argc, char **argv) {
       rmdir(dir);
       return CLI_IO;
     }
-    printf("generated %llu-byte BF16 pair, %.4f%% of elements changed\n",
-           (unsigned long long)so.size, 100.0 * rate);
+    if (!json)
+      printf("generated %llu-byte BF16 pair, %.4f%% of elements changed\n",
+             (unsigned long long)so.size, 100.0 * rate);
+    else
+      json_object_set_new(doc, "generated", json_pack("{s:I, s:f}", "bytes", (json_int_t)so.size,
+                                                      "changed_percent", 100.0 * rate));
   }
-  printf("%7s %10s %8s %9s %9s %9s %9s %10s\n", "threads", "size", "B/chg", "enc GB/s",
-         "app GB/s", "open GB/s", "ver GB/s", "peak MiB");
+  if (!json)
+    printf("%7s %10s %8s %9s %9s %9s %9s %10s\n", "threads", "size", "B/chg", "enc GB/s",
+           "app GB/s", "open GB/s", "ver GB/s", "peak MiB");
   int rc = CLI_OK;
+  json_t *rows = json ? json_array() : NULL, *refit = json ? json_array() : NULL;
   for (unsigned i = 0; i < nthreads && !rc; i++)
-    rc = bench_threads(base, target, out, &eo, threads[i], runs);
+    rc = bench_threads(base, target, out, &eo, threads[i], runs, rows);
   unlink(out);
-  if (!rc) rc = bench_refits(base, target, dir, &eo, threads, nthreads, runs);
+  if (!rc) rc = bench_refits(base, target, dir, &eo, threads, nthreads, runs, refit);
+  if (json && !rc) {
+    json_object_set_new(doc, "runs", json_integer(runs));
+    json_object_set_new(doc, "copy", rows);
+    json_object_set_new(doc, "refit", refit);
+    cli_print_json(doc);
+  } else {
+    json_decref(doc);
+    json_decref(rows);
+    json_decref(refit);
+  }
   if (!files) unlink(base), unlink(target);
   rmdir(dir);
   return rc;

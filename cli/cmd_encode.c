@@ -18,7 +18,8 @@ static const char usage[] =
     "      --threads N      worker threads (default: usable CPUs, up to 32); same output\n"
     "      --raw            treat both inputs as raw byte files\n"
     "      --meta KEY=VALUE add a metadata pair (repeatable), e.g. --meta step=1200\n"
-    "  -f, --force          overwrite BUNDLE if it exists\n";
+    "  -f, --force          overwrite BUNDLE if it exists\n"
+    "      --json           print the statistics as one JSON document on stdout\n";
 
 int cmd_encode(int argc, char **argv) {
   static const struct option longs[] = {
@@ -30,13 +31,14 @@ int cmd_encode(int argc, char **argv) {
       {"threads", required_argument, NULL, OPT_THREADS},
       {"raw", no_argument, NULL, OPT_RAW},
       {"meta", required_argument, NULL, OPT_META},
+      {"json", no_argument, NULL, OPT_JSON},
       {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common);
   dcr_encode_options opt;
   dcr_encode_options_default(&opt);
   const char *out = NULL;
-  int force = 0, c, stop = 0;
+  int force = 0, c, stop = 0, json = 0;
   uint64_t v;
   dcr_meta *meta = calloc((size_t)argc, sizeof *meta);
   if (!meta) return CLI_IO;
@@ -62,6 +64,7 @@ int cmd_encode(int argc, char **argv) {
         opt.threads = (unsigned)v;
         break;
       case OPT_RAW: opt.raw = 1; break;
+      case OPT_JSON: json = 1; break;
       case OPT_META: {
         char *eq = strchr(optarg, '=');
         if (!eq || eq == optarg) return free(meta), cli_usage("encode", "--meta wants KEY=VALUE");
@@ -75,6 +78,8 @@ int cmd_encode(int argc, char **argv) {
   opt.meta = meta;
   if (cli_arg_count("encode", argc, argv, 2, 2, "BASE and TARGET")) return free(meta), CLI_USAGE;
   if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
+  if (json && !strcmp(out, "-"))
+    return free(meta), cli_usage("encode", "--json prints on standard output: -o - cannot go there too");
   cli_output o;
   const char *inputs[2] = {argv[optind], argv[optind + 1]};
   int rc = cli_output_open(&o, out, force, inputs, 2);
@@ -94,7 +99,21 @@ int cmd_encode(int argc, char **argv) {
     return cli_exit_code(err);
   }
   if ((rc = cli_output_commit(&o))) return rc;
-  if (!common.quiet) {
+  if (json) {
+    json_t *enc = json_object();
+    for (int e = 1; e < DCR_ENC_COUNT; e++)
+      if (st.chunks_by_encoding[e])
+        json_object_set_new(enc, dcr_encoding_name(e), json_integer((json_int_t)st.chunks_by_encoding[e]));
+    cli_print_json(json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:i}", "bundle", out, "bundle_bytes",
+        (json_int_t)st.bundle_size, "target_bytes", (json_int_t)st.target_size, "elements",
+        (json_int_t)st.elements, "changed_elements", (json_int_t)st.changed_elements, "chunks",
+        (json_int_t)st.chunks, "changed_chunks", (json_int_t)st.changed_chunks, "chunks_by_encoding",
+        enc, "tensors_added", (json_int_t)st.tensors_added, "tensors_removed",
+        (json_int_t)st.tensors_removed, "tensors_recoded", (json_int_t)st.tensors_recoded, "threads",
+        (int)(opt.threads ? opt.threads : dcr_default_threads())));
+  }
+  if (!common.quiet && !json) {
     char a[32], b[32];
     fprintf(stderr, "%s: %s, %.4f%% of the target (%s); %llu of %llu elements changed "
             "(%.4f%%), %llu of %llu chunks carried\n",
@@ -105,6 +124,7 @@ int cmd_encode(int argc, char **argv) {
             st.elements ? 100.0 * (double)st.changed_elements / (double)st.elements : 0.0,
             (unsigned long long)st.changed_chunks, (unsigned long long)st.chunks);
     if (common.verbose) {
+      fprintf(stderr, "  threads: %u\n", opt.threads ? opt.threads : dcr_default_threads());
       fprintf(stderr, "  tensors added %llu, removed %llu, recoded %llu\n",
               (unsigned long long)st.tensors_added, (unsigned long long)st.tensors_removed,
               (unsigned long long)st.tensors_recoded);

@@ -294,7 +294,12 @@ static int check_options(const dcr_encode_options *o, dcr_detail *d) {
   if (o->level < 0 || o->level > ZSTD_maxCLevel())
     return dcr__fail(d, DCR_E_ARGUMENT, "zstd level %d outside 0..%d", o->level, ZSTD_maxCLevel());
   if (o->threads > 1024) return dcr__fail(d, DCR_E_ARGUMENT, "%u threads", o->threads);
-  return DCR_OK;
+  /* before the first byte reaches the sink */
+  uint8_t *meta = NULL;
+  size_t n;
+  int rc = o->meta_count ? dcr__meta_serialize(o->meta, o->meta_count, &meta, &n, d) : DCR_OK;
+  free(meta);
+  return rc;
 }
 
 static int open_inputs(encoder *e, dcr_detail *d) {

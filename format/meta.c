@@ -1,6 +1,7 @@
 /*
  * meta.c - the META section: sorted key/value pairs (SPEC.md §6.4).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "format.h"
@@ -112,6 +113,28 @@ int dcr__meta_serialize(const dcr_meta *pairs, size_t count, uint8_t **out, size
     p += 4 + v;
   }
   free(sorted);
+  /* A writer checks what it wrote by the readers' own rules and default limits
+   * (R-WRT-2), so that no option makes a bundle that every reader rejects. */
+  dcr_limits lim;
+  dcr_limits_default(&lim);
+  dcr__metadata check;
+  if (size > lim.max_section_size)
+    rc = dcr__fail(d, DCR_E_ARGUMENT, "metadata of %zu bytes is over the largest section readers "
+                   "accept (%llu)", size, (unsigned long long)lim.max_section_size);
+  else if ((rc = dcr__meta_parse(buf, size, &lim, &check, d)) != DCR_OK) {
+    rc = DCR_E_ARGUMENT; /* the caller's, not a bundle's */
+    if (d) {
+      char why[sizeof d->message];
+      snprintf(why, sizeof why, "%s", d->message);
+      snprintf(d->message, sizeof d->message, "readers would reject this metadata: %.200s", why);
+      d->code = rc;
+    }
+  } else
+    dcr__meta_free(&check);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
   *out = buf;
   *length = size;
   return DCR_OK;
