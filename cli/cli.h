@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "dcr.h"
+#include "synth.h"
 
 /* Exit codes (README "Exit codes"). */
 enum {
@@ -129,6 +130,11 @@ void cli_print_meta(dcr_reader *r, const char *label);
 /* Human sizes: "1.23 MiB". */
 const char *cli_bytes(uint64_t n, char buf[32]);
 void cli_hex(const uint8_t *p, size_t n, char *out);
+
+/* dcr synth's outputs: a pair written through cli_output, committed together
+ * (cmd_synth.c; bench and the tests use it too). Returns an exit code. */
+int cli_synth_files(const dcr_synth_options *options, const char *base, const char *target,
+                    int force, double *rate);
 
 int cmd_encode(int argc, char **argv);
 int cmd_apply(int argc, char **argv);

@@ -343,14 +343,14 @@ int cmd_bench(int argc, char **argv) {
     snprintf(base, sizeof base, "%s", argv[optind]);
     snprintf(target, sizeof target, "%s", argv[optind + 1]);
   } else {
-    char err[512];
     double rate;
     snprintf(base, sizeof base, "%s/base.safetensors", dir);
     snprintf(target, sizeof target, "%s/target.safetensors", dir);
-    if (dcr_synth_write(&so, base, target, &rate, err, sizeof err)) {
-      fprintf(stderr, "dcr: %s\n", err);
+    int rc = cli_synth_files(&so, base, target, 0, &rate);
+    if (rc) {
       rmdir(dir);
-      return CLI_IO;
+      json_decref(doc);
+      return rc;
     }
     if (!json)
       printf("generated %llu-byte BF16 pair, %.4f%% of elements changed\n",

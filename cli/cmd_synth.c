@@ -20,6 +20,29 @@ static const char usage[] =
     "      --dtype D        BF16, F16 or F32 (default BF16)\n"
     "  -f, --force          overwrite existing files\n";
 
+int cli_synth_files(const dcr_synth_options *options, const char *base, const char *target,
+                    int force, double *rate) {
+  for (int i = 0; i < 2; i++)
+    if (!strcmp(i ? target : base, "-")) return cli_usage("synth", "outputs must be files");
+  if (!strcmp(base, target)) return cli_usage("synth", "BASE and TARGET must be different files");
+  dcr_synth_options o = *options;
+  o.cancel = &cli_interrupted;
+  cli_output out[2];
+  int rc = cli_output_open(&out[0], base, force, NULL, 0);
+  if (!rc && (rc = cli_output_open(&out[1], target, force, NULL, 0))) cli_output_abort(&out[0]);
+  if (rc) return rc;
+  const dcr_synth_sink sinks[2] = {{cli_output_write, &out[0], base}, {cli_output_write, &out[1], target}};
+  char err[512];
+  int failed = dcr_synth_write(&o, sinks, rate, err, sizeof err);
+  if (failed == -1) fprintf(stderr, "dcr: %s\n", err);
+  /* the base first: a failure between the two commits leaves a new base beside
+   * the old target, each a whole file */
+  rc = failed == -2 ? CLI_INTERRUPTED : failed ? CLI_IO : cli_output_commit(&out[0]);
+  if (!rc) rc = cli_output_commit(&out[1]);
+  if (rc) cli_output_abort(&out[0]), cli_output_abort(&out[1]);
+  return rc;
+}
+
 int cmd_synth(int argc, char **argv) {
   static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
                                         {"size", required_argument, NULL, OPT_SIZE},
@@ -63,17 +86,12 @@ int cmd_synth(int argc, char **argv) {
     }
   }
   if (cli_arg_count("synth", argc, argv, 2, 2, "BASE and TARGET")) return CLI_USAGE;
-  for (int i = 0; i < 2; i++) {
-    if (!strcmp(argv[optind + i], "-")) return cli_usage("synth", "outputs must be files");
-    int rc = cli_check_output(argv[optind + i], force, NULL, 0);
-    if (rc) return rc;
-  }
-  char err[512];
+  cli_progress_state progress = {.what = "writing"};
+  if (common.progress) o.progress = cli_progress, o.progress_opaque = &progress;
   double rate;
-  if (dcr_synth_write(&o, argv[optind], argv[optind + 1], &rate, err, sizeof err)) {
-    fprintf(stderr, "dcr: %s\n", err);
-    return CLI_IO;
-  }
+  int rc = cli_synth_files(&o, argv[optind], argv[optind + 1], force, &rate);
+  cli_progress_end(&progress);
+  if (rc) return rc;
   if (!common.quiet) {
     char a[32];
     fprintf(stderr, "%s, %s: %s of %s each, %.4f%% of elements changed\n", argv[optind],

@@ -32,6 +32,9 @@ void dcr_synth_options_default(dcr_synth_options *o) {
   o->seed = 1;
   o->dtype = DT_BF16;
   o->layers = 0;
+  o->cancel = NULL;
+  o->progress = NULL;
+  o->progress_opaque = NULL;
 }
 
 /* ---- random numbers: xoshiro256** seeded by splitmix64 ------------------- */
@@ -307,12 +310,6 @@ static char *header(const tensor *t, size_t n, int dtype, size_t *length) {
 
 /* ---- writing -------------------------------------------------------------- */
 
-typedef struct {
-  FILE *f;
-  const char *path;
-  int regular; /* only a regular file is removed on failure: never /dev/full */
-} output;
-
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -326,12 +323,12 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
   return -1;
 }
 
-static int write_both(output *out, const uint8_t *const data[2], size_t n, char *err,
-                      size_t errlen) {
+static int write_both(const dcr_synth_sink *out, const uint8_t *const data[2], size_t n,
+                      char *err, size_t errlen) {
   for (int i = 0; i < 2; i++) {
     errno = 0;
-    if (fwrite(data[i], 1, n, out[i].f) != n)
-      return fail(err, errlen, "%s: write failed: %s", out[i].path,
+    if (out[i].write(out[i].opaque, data[i], n))
+      return fail(err, errlen, "%s: write failed: %s", out[i].name,
                   errno ? strerror(errno) : "short write");
   }
   return 0;
@@ -343,7 +340,7 @@ static void put(uint8_t *p, uint32_t v, unsigned size) {
 
 /* Streams every tensor's elements, in data order, into both files. */
 static int write_data(const dcr_synth_options *o, const tensor *t, size_t n, double lr,
-                      output *out, uint64_t *changed, uint64_t *total, char *err,
+                      const dcr_synth_sink *out, uint64_t *changed, uint64_t *total, char *err,
                       size_t errlen) {
   unsigned es = dtype_size(o->dtype);
   int force = o->rate >= 1.0; /* rate 1: every element changes, if need be by 1 ulp */
@@ -353,6 +350,7 @@ static int write_data(const dcr_synth_options *o, const tensor *t, size_t n, dou
   rng r;
   rng_seed(&r, o->seed);
   int rc = 0;
+  uint64_t written = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     for (uint64_t done = 0; done < t[i].elements && !rc;) {
       uint64_t left = t[i].elements - done;
@@ -369,6 +367,9 @@ static int write_data(const dcr_synth_options *o, const tensor *t, size_t n, dou
       }
       rc = write_both(out, data, k * es, err, errlen);
       done += k;
+      written += k * es;
+      if (o->progress) o->progress(o->progress_opaque, written, o->size);
+      if (!rc && o->cancel && *o->cancel) rc = -2;
     }
     *total += t[i].elements;
   }
@@ -376,7 +377,7 @@ static int write_data(const dcr_synth_options *o, const tensor *t, size_t n, dou
   return rc;
 }
 
-int dcr_synth_write(const dcr_synth_options *o, const char *base_path, const char *target_path,
+int dcr_synth_write(const dcr_synth_options *o, const dcr_synth_sink out[2],
                     double *achieved_rate, char *err, size_t errlen) {
   if (!dtype_size(o->dtype))
     return fail(err, errlen, "dtype %d is not BF16 (9), F16 (8) or F32 (12)", o->dtype);
@@ -387,8 +388,6 @@ int dcr_synth_write(const dcr_synth_options *o, const char *base_path, const cha
                 (unsigned long long)MAX_SIZE);
   if (o->layers > MAX_LAYERS)
     return fail(err, errlen, "%u layers is over the maximum %u", o->layers, MAX_LAYERS);
-  if (!strcmp(base_path, target_path))
-    return fail(err, errlen, "%s: base and target must be different files", base_path);
 
   /* Rate 1 cannot be reached by a step (values far from a rounding boundary stay);
    * half the elements change naturally and the rest are forced. */
@@ -403,36 +402,15 @@ int dcr_synth_write(const dcr_synth_options *o, const char *base_path, const cha
     return fail(err, errlen, "out of memory");
   }
 
-  output out[2] = {{NULL, base_path, 0}, {NULL, target_path, 0}};
   uint64_t changed = 0, total = 0;
-  int rc = 0;
-  for (int i = 0; i < 2 && !rc; i++) {
-    struct stat st;
-    if (!(out[i].f = fopen(out[i].path, "wb")))
-      rc = fail(err, errlen, "%s: cannot create: %s", out[i].path, strerror(errno));
-    else
-      out[i].regular = !fstat(fileno(out[i].f), &st) && S_ISREG(st.st_mode);
-  }
-  if (!rc) {
-    uint8_t length[8];
-    put(length, (uint32_t)header_length, 4);
-    put(length + 4, (uint32_t)((uint64_t)header_length >> 32), 4);
-    const uint8_t *const lengths[2] = {length, length};
-    const uint8_t *const headers[2] = {(const uint8_t *)text, (const uint8_t *)text};
-    rc = write_both(out, lengths, 8, err, errlen);
-    if (!rc) rc = write_both(out, headers, header_length, err, errlen);
-    if (!rc) rc = write_data(o, t, n, lr, out, &changed, &total, err, errlen);
-  }
-  for (int i = 0; i < 2; i++) {
-    if (!out[i].f) continue;
-    errno = 0;
-    if (fclose(out[i].f) && !rc)
-      rc = fail(err, errlen, "%s: cannot close: %s", out[i].path,
-                errno ? strerror(errno) : "unknown error");
-  }
-  if (rc)
-    for (int i = 0; i < 2; i++)
-      if (out[i].regular) remove(out[i].path);
+  uint8_t length[8];
+  put(length, (uint32_t)header_length, 4);
+  put(length + 4, (uint32_t)((uint64_t)header_length >> 32), 4);
+  const uint8_t *const lengths[2] = {length, length};
+  const uint8_t *const headers[2] = {(const uint8_t *)text, (const uint8_t *)text};
+  int rc = write_both(out, lengths, 8, err, errlen);
+  if (!rc) rc = write_both(out, headers, header_length, err, errlen);
+  if (!rc) rc = write_data(o, t, n, lr, out, &changed, &total, err, errlen);
   free(text);
   free(t);
   if (!rc && achieved_rate) *achieved_rate = total ? (double)changed / (double)total : 0.0;

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "synth.h"
+#include "cli.h"
 #include "checkpoint.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -491,7 +491,7 @@ static int same_file(const char *a, const char *b) {
 }
 
 /* Checks that both files parse, describe the same tensors, and differ in exactly
- * the fraction of elements that dcr_synth_write reported. */
+ * the fraction of elements that cli_synth_files reported. */
 static void check_pair(const char *base, const char *target, unsigned es, double rate) {
   dcr__checkpoint b, t;
   dcr_detail d;
@@ -534,7 +534,7 @@ static void check_pair(const char *base, const char *target, unsigned es, double
 
 static void test_synth(void **state) {
   (void)state;
-  char base[128], target[128], base2[128], target2[128], err[256];
+  char base[128], target[128], base2[128], target2[128];
   path(base, sizeof base, "base.safetensors");
   path(target, sizeof target, "target.safetensors");
   path(base2, sizeof base2, "base2.safetensors");
@@ -546,25 +546,25 @@ static void test_synth(void **state) {
   assert_int_equal(o.dtype, 9);
   o.size = 4u << 20;
   double rate = -1;
-  assert_int_equal(dcr_synth_write(&o, base, target, &rate, err, sizeof err), 0);
+  assert_int_equal(cli_synth_files(&o, base, target, 1, &rate), CLI_OK);
   print_message("    4 MiB BF16 at 0.01: achieved %.5f\n", rate);
   assert_true(rate >= 0.008 && rate <= 0.012);
   check_pair(base, target, 2, rate);
 
   /* the same seed gives the same bytes; another seed does not */
   double again;
-  assert_int_equal(dcr_synth_write(&o, base2, target2, &again, err, sizeof err), 0);
+  assert_int_equal(cli_synth_files(&o, base2, target2, 1, &again), CLI_OK);
   assert_true(again == rate);
   assert_true(same_file(base, base2));
   assert_true(same_file(target, target2));
   o.seed = 2;
-  assert_int_equal(dcr_synth_write(&o, base2, target2, &again, err, sizeof err), 0);
+  assert_int_equal(cli_synth_files(&o, base2, target2, 1, &again), CLI_OK);
   assert_false(same_file(base, base2));
 }
 
 static void test_synth_rates(void **state) {
   (void)state;
-  char base[128], target[128], err[256];
+  char base[128], target[128];
   path(base, sizeof base, "b.safetensors");
   path(target, sizeof target, "t.safetensors");
   dcr_synth_options o;
@@ -573,42 +573,41 @@ static void test_synth_rates(void **state) {
   double rate;
 
   o.rate = 0;
-  assert_int_equal(dcr_synth_write(&o, base, target, &rate, err, sizeof err), 0);
+  assert_int_equal(cli_synth_files(&o, base, target, 1, &rate), CLI_OK);
   assert_true(rate == 0.0);
   assert_true(same_file(base, target));
 
   o.rate = 1;
   o.dtype = 8; /* F16 */
-  assert_int_equal(dcr_synth_write(&o, base, target, &rate, err, sizeof err), 0);
+  assert_int_equal(cli_synth_files(&o, base, target, 1, &rate), CLI_OK);
   assert_true(rate == 1.0);
   check_pair(base, target, 2, rate);
 
   o.rate = 0.05;
   o.dtype = 12; /* F32 */
   o.layers = 3;
-  assert_int_equal(dcr_synth_write(&o, base, target, &rate, err, sizeof err), 0);
+  assert_int_equal(cli_synth_files(&o, base, target, 1, &rate), CLI_OK);
   assert_true(rate >= 0.04 && rate <= 0.06);
   check_pair(base, target, 4, rate);
 
   o.rate = 0.3;
   o.dtype = 9;
   o.layers = 0;
-  assert_int_equal(dcr_synth_write(&o, base, target, &rate, err, sizeof err), 0);
+  assert_int_equal(cli_synth_files(&o, base, target, 1, &rate), CLI_OK);
   assert_true(rate >= 0.24 && rate <= 0.36);
 
   /* refused options and unwritable paths */
   o.dtype = 13;
-  assert_int_equal(dcr_synth_write(&o, base, target, &rate, err, sizeof err), -1);
+  assert_int_equal(cli_synth_files(&o, base, target, 1, &rate), CLI_IO);
   o.dtype = 9;
   o.rate = 1.5;
-  assert_int_equal(dcr_synth_write(&o, base, target, &rate, err, sizeof err), -1);
+  assert_int_equal(cli_synth_files(&o, base, target, 1, &rate), CLI_IO);
   o.rate = 0.01;
   char missing[160];
   snprintf(missing, sizeof missing, "%s/no/such/dir/t.safetensors", tmpdir);
   remove(base);
-  assert_int_equal(dcr_synth_write(&o, base, missing, &rate, err, sizeof err), -1);
-  assert_non_null(strstr(err, missing));
-  assert_int_equal(access(base, F_OK), -1); /* the partial base was removed */
+  assert_int_equal(cli_synth_files(&o, base, missing, 1, &rate), CLI_IO);
+  assert_int_equal(access(base, F_OK), -1); /* nothing was written: the base was not committed */
 }
 
 int main(void) {
