@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# cli_ops_test.sh - what an operator meets (issues 15 and 18): outputs that are
+# inputs, directories, devices, FIFOs and links; pipes as inputs; interrupts;
+# one format for usage errors; hints; --json results; escaped names; writer-side
+# validation; the default thread count.
+#
+# usage: tests/cli_ops_test.sh [path/to/dcr]      (default: build/dcr)
+set -u
+
+DCR=${1:-build/dcr}
+case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NAME=ops-test
+# shellcheck source=cli_lib.sh
+. "$HERE/cli_lib.sh"
+
+note() { echo "  # $*"; }
+has() { grep -q -- "$1" "$2" || fail "$3: '$1' not in $2: $(shown "$2")"; }
+json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
+print(d)' "$1" "$2"; }
+
+"$DCR" synth base.st target.st --size 2M -q || { echo "not ok - setup: synth failed"; exit 1; }
+"$DCR" encode base.st target.st -o step.dcr -q || { echo "not ok - setup: encode failed"; exit 1; }
+
+t_output_is_input() {
+  cp base.st b.st
+  local sum
+  sum=$(cksum <b.st)
+  run encode b.st target.st -o b.st -f
+  want_rc 2 "encode -o BASE -f"
+  has "is an input" e "encode -o BASE -f"
+  ln -f b.st hard.st
+  run encode b.st target.st -o hard.st -f
+  want_rc 2 "encode -o HARDLINK-TO-BASE -f"
+  has "the same file as b.st" e "hard link"
+  run apply b.st step.dcr -o b.st -f
+  want_rc 2 "apply -o BASE -f"
+  has "--in-place" e "apply -o BASE -f hint"
+  "$DCR" encode b.st target.st -o - >>b.st 2>e
+  RC=$?
+  want_rc 2 "encode -o - >> BASE"
+  [ "$(cksum <b.st)" = "$sum" ] || fail "an input was changed"
+}
+tcase "an output that is an input is refused, even with -f, through links, and on stdout" t_output_is_input
+
+t_output_dir() {
+  mkdir -p d
+  run encode base.st target.st -o d -f
+  want_rc 2 "-o DIR -f"
+  has "is a directory" e "-o DIR"
+  run apply base.st step.dcr -o d -f
+  want_rc 2 "apply -o DIR -f"
+  [ -z "$(ls -A d)" ] || fail "files left in d"
+}
+tcase "-o DIRECTORY fails up front" t_output_dir
+
+t_output_devices() {
+  run encode base.st target.st -o /dev/null -f
+  want_rc 0 "encode -o /dev/null -f"
+  [ -c /dev/null ] || fail "/dev/null is no longer a character device"
+  run encode base.st target.st -o /dev/null
+  want_rc 0 "encode -o /dev/null (no -f needed: it is written into, not replaced)"
+  rm -f fifo && mkfifo fifo || { fail "mkfifo"; return; }
+  cat fifo >from-fifo &
+  local reader=$!
+  run encode base.st target.st -o fifo
+  wait "$reader"
+  want_rc 0 "encode -o FIFO"
+  [ -p fifo ] || fail "the FIFO was replaced"
+  cmp -s from-fifo step.dcr || fail "the bundle read from the FIFO differs"
+}
+tcase "character devices and FIFOs are written into, never replaced" t_output_devices
+
+t_output_symlink() {
+  cp target.st linked.st
+  ln -sf linked.st link.dcr
+  run encode base.st target.st -o link.dcr
+  want_rc 2 "-o SYMLINK without -f"
+  run encode base.st target.st -o link.dcr -f
+  want_rc 0 "-o SYMLINK -f"
+  [ ! -L link.dcr ] || fail "the link was written through, not replaced"
+  cmp -s linked.st target.st || fail "the file the link pointed to was changed"
+}
+tcase "-o SYMLINK -f replaces the link, not the file it points to" t_output_symlink
+
+t_pipe_inputs() {
+  rm -f bfifo && mkfifo bfifo || { fail "mkfifo"; return; }
+  cat step.dcr >bfifo &
+  run validate bfifo
+  want_rc 0 "validate FIFO"
+  cat step.dcr >bfifo &
+  run apply base.st bfifo -o via-fifo.st
+  want_rc 0 "apply BASE FIFO"
+  cmp -s via-fifo.st target.st || fail "apply from a FIFO made another file"
+  # not a bundle: decided from the first bytes, not after reading all of it
+  local start end
+  start=$(date +%s)
+  head -c 200000000 /dev/zero | "$DCR" validate - >o 2>e
+  RC=$?
+  end=$(date +%s)
+  want_rc 1 "validate - < zeros"
+  has DCR_E_MAGIC e "zeros on stdin"
+  [ $((end - start)) -lt 20 ] || fail "took $((end - start)) s to reject zeros"
+}
+tcase "bundles from FIFOs and pipes; garbage rejected from its first bytes" t_pipe_inputs
+
+t_usage_format() {
+  run encode --bogus base.st target.st -o x
+  want_rc 2 "unknown option"
+  has "^dcr encode: unknown option '--bogus'" e "unknown option"
+  has "Try 'dcr encode --help'" e "unknown option"
+  run apply base.st step.dcr -o
+  want_rc 2 "missing value"
+  has "^dcr apply: option '-o' needs a value" e "missing value"
+  run encode base.st target.st extra.st -o x
+  want_rc 2 "too many"
+  has "too many arguments (from 'extra.st' on)" e "too many arguments"
+  run encode base.st
+  want_rc 2 "missing"
+  has "missing arguments" e "missing arguments"
+  [ "$(grep -c . e)" = 2 ] || fail "usage errors are not two lines: $(shown e)"
+}
+tcase "usage errors: one format; too many arguments are not 'missing'" t_usage_format
+
+t_swap_hint() {
+  run apply step.dcr base.st -o x.st
+  want_rc 1 "apply BUNDLE BASE"
+  has "DCR_E_MAGIC" e "swapped"
+  has "hint: step.dcr is a bundle and base.st is not" e "swapped"
+  [ ! -e x.st ] || fail "output left"
+}
+tcase "swapped apply arguments get a hint" t_swap_hint
+
+t_inspect_json_error() {
+  head -c 100 step.dcr >cut.dcr
+  run inspect cut.dcr --json
+  want_rc 1 "inspect --json on a cut bundle"
+  [ "$(json_get o error.code)" = DCR_E_TRUNCATED ] || fail "no error document: $(shown o)"
+}
+tcase "inspect --json on a broken bundle prints an error document" t_inspect_json_error
+
+t_json_results() {
+  run encode base.st target.st -o j.dcr --json
+  want_rc 0 "encode --json"
+  [ "$(json_get o bundle_bytes)" = "$(stat -c %s j.dcr)" ] || fail "encode --json bundle_bytes: $(shown o)"
+  run apply base.st j.dcr -o j.st --json
+  want_rc 0 "apply --json"
+  [ "$(json_get o target_bytes)" = "$(stat -c %s target.st)" ] || fail "apply --json: $(shown o)"
+  [ -z "$(cat e)" ] || fail "apply --json also printed on stderr: $(shown e)"
+  run encode base.st target.st -o - --json
+  want_rc 2 "encode -o - --json"
+  run bench base.st target.st --runs 1 --threads 1 --json
+  want_rc 0 "bench --json"
+  [ "$(json_get o copy.0.threads)" = 1 ] || fail "bench --json: $(shown o)"
+}
+tcase "--json results for encode, apply and bench" t_json_results
+
+t_meta_validated() {
+  local key
+  key=$(printf 'k%.0s' $(seq 5000))
+  run encode base.st target.st -o m.dcr --meta "$key=v"
+  want_rc 2 "a 5000-byte metadata key"
+  has "readers would reject this metadata" e "long key"
+  [ ! -e m.dcr ] || fail "a bundle was written"
+}
+tcase "metadata every reader would reject is refused before writing" t_meta_validated
+
+t_escaped_names() {
+  python3 "$HERE/mkckpt.py" pair '{"seed": 3, "tensors": [{"name": "evil\u001b[31mred\r\nforged", "dtype": "BF16", "shape": [64], "fill": "mutate", "rate": 0.5}]}' eb.st et.st ||
+    { fail "mkckpt"; return; }
+  "$DCR" encode eb.st et.st -o e.dcr -q || { fail "encode"; return; }
+  run inspect e.dcr -v
+  want_rc 0 "inspect"
+  ! grep -q $'\x1b' o || fail "an escape character reached the terminal: $(shown o)"
+  has 'evil\\x1b\[31mred\\x0d\\x0aforged' o "escaped name"
+  run apply base.st e.dcr -o never.st
+  ! grep -q $'\x1b' e || fail "an escape character in an error message"
+}
+tcase "control characters in names are escaped in human output" t_escaped_names
+
+t_interrupts() {
+  "$DCR" synth big1 big2 --size 1G -q &
+  local p=$!
+  sleep 0.3
+  kill -INT "$p"
+  wait "$p"
+  RC=$?
+  want_rc 130 "synth interrupted"
+  [ -z "$(ls -A | grep -E '^(big|\.big)')" ] || fail "synth left: $(ls -A | grep big | tr '\n' ' ')"
+}
+tcase "an interrupted synth exits 130 and leaves nothing" t_interrupts
+
+t_default_threads() {
+  command -v taskset >/dev/null || { note "skipped: no taskset"; return; }
+  taskset -c 0 "$DCR" encode base.st target.st -o t.dcr -v 2>e >o
+  RC=$?
+  want_rc 0 "encode under taskset"
+  has "threads: 1" e "one CPU allowed: one thread"
+}
+tcase "the default thread count follows the CPU affinity" t_default_threads
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
