@@ -342,6 +342,18 @@ int cmd_apply(int argc, char **argv) {
     if (err == DCR_E_MAGIC) swapped_hint(base, j.b[i].path);
   }
   if (!rc) rc = check_chain(&j);
+  for (int i = 0; !rc && j.common.verbose && i < j.n; i++) {
+    dcr_bundle_info info;
+    char from[33], to[33];
+    dcr_reader_info(j.b[i].r, &info);
+    cli_hex(info.base_state, 16, from);
+    cli_hex(info.target_state, 16, to);
+    fprintf(stderr, "%s: state %s -> %s, %llu changed chunks\n", j.b[i].path, from, to,
+            (unsigned long long)info.chunk_count);
+    cli_print_meta(j.b[i].r, "metadata");
+  }
+  if (!rc && j.common.verbose)
+    fprintf(stderr, "threads: %u\n", j.threads ? j.threads : dcr_default_threads());
   if (!rc && in_place) {
     rc = run_in_place(&j, base);
   } else if (!rc) {

@@ -96,6 +96,8 @@ int cmd_synth(int argc, char **argv) {
     char a[32];
     fprintf(stderr, "%s, %s: %s of %s each, %.4f%% of elements changed\n", argv[optind],
             argv[optind + 1], cli_bytes(o.size, a), dcr_dtype_name(o.dtype), 100.0 * rate);
+    if (common.verbose)
+      fprintf(stderr, "  seed %llu, requested rate %g\n", (unsigned long long)o.seed, o.rate);
   }
   return CLI_OK;
 }

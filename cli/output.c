@@ -175,7 +175,14 @@ int cli_output_commit(cli_output *o) {
   }
   int fd = o->fd;
   o->fd = -1;
-  if (fsync(fd) || close(fd) || rename(o->tmp, o->path)) {
+  int synced = !fsync(fd), closed = !close(fd);
+  /* the last moment an interrupt can still undo the command: after the rename the
+   * output is whole and in place */
+  if (synced && closed && cli_interrupted) {
+    unlink(o->tmp);
+    return CLI_INTERRUPTED;
+  }
+  if (!synced || !closed || rename(o->tmp, o->path)) {
     fprintf(stderr, "dcr: %s: DCR_E_IO: cannot write: %s\n", o->path, strerror(errno));
     unlink(o->tmp);
     return CLI_IO;
