@@ -193,8 +193,10 @@ typedef struct {
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);
 
-/* A sink receives the bundle's bytes in order; it returns 0, or non-zero to fail
- * the encode with DCR_E_IO. */
+/* A sink receives the bundle's bytes in order, always on the thread that called
+ * dcr_encode (workers never call it), so it needs no locking; it returns 0, or
+ * non-zero to fail the encode with DCR_E_IO. On failure the sink has received a
+ * prefix of a bundle that must be discarded. */
 typedef int (*dcr_write_fn)(void *opaque, const void *data, size_t size);
 
 /* Statistics of an encode, for reports. */
@@ -223,7 +225,8 @@ typedef struct dcr_reader dcr_reader;
 
 /* Opens a bundle and checks its whole structure (SPEC.md §4-§8.3): header, every
  * section checksum, manifest, identities, index. Chunk contents are not decoded
- * until dcr_reader_verify or apply. limits may be NULL for the defaults. */
+ * until dcr_reader_verify or apply. limits may be NULL for the defaults. On failure
+ * *reader is set to NULL (so dcr_reader_free(*reader) is always safe). */
 DCR_API int dcr_reader_open_file(dcr_reader **reader, const char *path,
                                  const dcr_limits *limits, dcr_detail *detail);
 /* The same for a bundle in memory; the buffer must outlive the reader. */
@@ -296,7 +299,9 @@ typedef struct {
 /* i < info.section_count, in file order. */
 DCR_API void dcr_reader_section(const dcr_reader *reader, uint64_t i, dcr_section_info *section);
 
-/* i < info.meta_count. */
+/* i < info.meta_count, in key order. key and value are NUL-terminated UTF-8 (the
+ * format forbids U+0000 in them, so none is cut short) and stay valid while the
+ * reader lives. */
 DCR_API void dcr_reader_meta(const dcr_reader *reader, uint64_t i, dcr_meta *meta);
 
 /* Threads that dcr_reader_verify and dcr_reader_verify_all decode chunks on;
