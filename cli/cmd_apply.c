@@ -56,18 +56,24 @@ static int parse_verify(const char *s, int *level) {
   return -1;
 }
 
-/* Standard output gets the target only after it has been checked, so it goes to a
- * temporary file first. */
-static int copy_to_stdout(const char *path) {
+/* A stream (standard output, a FIFO, a character device) gets the target only
+ * after it has been checked, so it goes to a temporary file first. */
+static int copy_to_stream(const char *path, const char *out, int force) {
+  cli_output o;
+  int rc = cli_output_open(&o, out, force, NULL, 0);
+  if (rc) return rc;
   FILE *f = fopen(path, "rb");
   char buf[1 << 16];
   size_t n;
   int ok = f != NULL;
-  while (ok && (n = fread(buf, 1, sizeof buf, f)) > 0) ok = fwrite(buf, 1, n, stdout) == n;
-  ok = ok && !ferror(f) && fflush(stdout) == 0;
+  while (ok && !cli_interrupted && (n = fread(buf, 1, sizeof buf, f)) > 0) ok = !cli_output_write(&o, buf, n);
+  ok = ok && !ferror(f);
   if (f) fclose(f);
-  if (!ok) fprintf(stderr, "dcr: (stdout): DCR_E_IO: cannot write: %s\n", strerror(errno));
-  return ok ? CLI_OK : CLI_IO;
+  if (!ok && !cli_interrupted)
+    fprintf(stderr, "dcr: %s: DCR_E_IO: cannot write: %s\n", strcmp(out, "-") ? out : "(stdout)",
+            strerror(errno));
+  if (!ok) return cli_output_abort(&o), cli_interrupted ? CLI_INTERRUPTED : CLI_IO;
+  return cli_output_commit(&o);
 }
 
 /* A bundle that is not a bundle while the "base" is one: the arguments are
@@ -211,6 +217,14 @@ static int run_in_place(job *j, const char *ckpt) {
   return rc;
 }
 
+static void print_summary(const job *j, const char *out) {
+  if (j->quiet || j->json || !strcmp(out, "-")) return;
+  dcr_bundle_info info;
+  char a[32];
+  dcr_reader_info(j->b[j->n - 1].r, &info);
+  fprintf(stderr, "%s: %s, target state verified\n", out, cli_bytes(info.target_size, a));
+}
+
 /* A copy: the first bundle into a temporary file beside OUT, the rest patched into
  * it (or copied again when a bundle changes the layout), then renamed into place. */
 static int run_copy(job *j, const char *base, const char *out, const char *dest) {
@@ -262,12 +276,7 @@ static int run_copy(job *j, const char *base, const char *out, const char *dest)
   }
   if (j->n > 1 && rc) unlink(tmp);
   if (!rc && j->json) print_done(j, out, "copy", j->n, NULL);
-  if (!rc && !j->quiet && !j->json && strcmp(out, "-")) {
-    dcr_bundle_info info;
-    char a[32];
-    dcr_reader_info(j->b[j->n - 1].r, &info);
-    fprintf(stderr, "%s: %s, target state verified\n", out, cli_bytes(info.target_size, a));
-  }
+  if (!rc && dest == out) print_summary(j, out);
   return rc;
 }
 
@@ -359,7 +368,9 @@ int cmd_apply(int argc, char **argv) {
   } else if (!rc) {
     char dir[4096], tmp[4200] = "";
     const char *dest = out, *tmpdir = getenv("TMPDIR");
-    if (!strcmp(out, "-")) {
+    struct stat st;
+    int stream = !strcmp(out, "-") || (!stat(out, &st) && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
+    if (stream) {
       snprintf(dir, sizeof dir, "%s/dcr-apply-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
       if (!mkdtemp(dir)) {
         fprintf(stderr, "dcr: DCR_E_IO: cannot create a temporary directory: %s\n", strerror(errno));
@@ -369,7 +380,7 @@ int cmd_apply(int argc, char **argv) {
       dest = tmp;
     }
     if (!rc) rc = run_copy(&j, base, out, dest);
-    if (!rc && tmp[0]) rc = copy_to_stdout(tmp);
+    if (!rc && tmp[0] && !(rc = copy_to_stream(tmp, out, force))) print_summary(&j, out);
     if (tmp[0]) unlink(tmp), rmdir(dir);
   }
   for (int i = 0; i < j.n; i++) dcr_reader_free(j.b[i].r), free(j.b[i].mem);

@@ -69,6 +69,22 @@ t_output_devices() {
   want_rc 0 "encode -o FIFO"
   [ -p fifo ] || fail "the FIFO was replaced"
   cmp -s from-fifo step.dcr || fail "the bundle read from the FIFO differs"
+  run apply base.st step.dcr -o /dev/null
+  want_rc 0 "apply -o /dev/null"
+  [ -c /dev/null ] || fail "apply replaced /dev/null"
+  if [ -c /dev/full ]; then
+    run apply base.st step.dcr -o /dev/full
+    want_rc 3 "apply -o /dev/full"
+    has "No space left" e "apply -o /dev/full"
+    ! grep -q verified e || fail "apply -o /dev/full said verified: $(shown e)"
+    [ -c /dev/full ] || fail "apply replaced /dev/full"
+  fi
+  cat fifo >applied-fifo &
+  reader=$!
+  run apply base.st step.dcr -o fifo
+  wait "$reader"
+  want_rc 0 "apply -o FIFO"
+  cmp -s applied-fifo target.st || fail "the target read from the FIFO differs"
 }
 tcase "character devices and FIFOs are written into, never replaced" t_output_devices
 
