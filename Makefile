@@ -1,10 +1,22 @@
 # dcr - the DCR delta bundle library and CLI.   `make help` lists the targets;
 # V=1 shows full commands.
 
-VERSION := $(shell sed -n 's/^\#define DCR_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' include/dcr.h | paste -sd.)
-SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+# The package version, MAJOR.MINOR.PATCH from include/dcr.h (POSIX sed and paste).
+VERSION := $(shell sed -n 's/^\#define DCR_VERSION_[A-Z]* \([0-9][0-9]*\)[[:space:]]*$$/\1/p' include/dcr.h | paste -s -d. -)
+# The soname follows the ABI (DCR_ABI_VERSION in include/dcr.h), not the package
+# version: libdcr.so.$(SOVERSION) -> libdcr.so.$(VERSION), the real file.
+SOVERSION := $(shell sed -n 's/^\#define DCR_ABI_VERSION \([0-9]*\).*/\1/p' include/dcr.h)
+# Install locations (make install PREFIX=/usr DESTDIR=/tmp/stage ...). Debian
+# multiarch: LIBDIR=$(PREFIX)/lib/x86_64-linux-gnu (dpkg-architecture -qDEB_HOST_MULTIARCH).
 PREFIX ?= /usr/local
 DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 BUILD ?= build
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -95,14 +107,18 @@ deps: ## Install missing build dependencies (Debian packages; needs root)
 unit: $(TESTS) ## Build and run the cmocka unit tests
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
 
-check: unit $(BUILD)/dcr vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
+check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
 	bash tests/cli_test.sh $(BUILD)/dcr
 	bash tests/crash_test.sh $(BUILD)/dcr 24
 	bash tests/cli_id_test.sh $(BUILD)/dcr
 	bash tests/cli_refit_test.sh $(BUILD)/dcr
+	bash tests/cli_ops_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/journal-v1/index.json
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
+	bash tests/abi_test.sh $(BUILD)
+	bash tests/readme_test.sh $(BUILD)/dcr
+	bash tests/install_test.sh $(BUILD)
 
 crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies at random moments, rerun, compare (CRASH_COUNT=300, ~5 min)
 	bash tests/crash_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
@@ -168,20 +184,27 @@ demo: deps ## Make a sample BF16 pair, encode, validate, apply, and report sizes
 	$(MAKE) all
 	sh tools/demo.sh $(BUILD)/dcr
 
-install: all ## Install library, header, pkg-config file and dcr under $(DESTDIR)$(PREFIX)
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/dcr.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/libdcr.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libdcr.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libdcr.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libdcr.so.$(SOVERSION)
-	ln -sf libdcr.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libdcr.so
-	install -m 755 $(BUILD)/dcr $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libdcr.pc.in \
-	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcr.pc
+install: all ## Install dcr, libdcr, dcr.h, libdcr.pc, man page, completions (PREFIX DESTDIR LIBDIR MANDIR ...)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(BUILD)/dcr $(DESTDIR)$(BINDIR)/
+	install -m 644 include/dcr.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/libdcr.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libdcr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libdcr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libdcr.so.$(SOVERSION)
+	ln -sf libdcr.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libdcr.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' libdcr.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libdcr.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/libdcr.pc
+	install -m 644 doc/dcr.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 completions/dcr.bash $(DESTDIR)$(BASHCOMPDIR)/dcr
+	install -m 644 completions/_dcr $(DESTDIR)$(ZSHCOMPDIR)/
 
-uninstall: ## Remove what install put in place
-	rm -f $(DESTDIR)$(PREFIX)/include/dcr.h $(DESTDIR)$(PREFIX)/lib/libdcr.* \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcr.pc $(DESTDIR)$(PREFIX)/bin/dcr
+uninstall: ## Remove what install put in place (the same variables)
+	rm -f $(DESTDIR)$(BINDIR)/dcr $(DESTDIR)$(INCLUDEDIR)/dcr.h \
+	  $(DESTDIR)$(LIBDIR)/libdcr.a $(DESTDIR)$(LIBDIR)/libdcr.so $(DESTDIR)$(LIBDIR)/libdcr.so.* \
+	  $(DESTDIR)$(PKGCONFIGDIR)/libdcr.pc $(DESTDIR)$(MANDIR)/man1/dcr.1 \
+	  $(DESTDIR)$(BASHCOMPDIR)/dcr $(DESTDIR)$(ZSHCOMPDIR)/_dcr
 
 clean: ## Remove build outputs
 	rm -rf build build-asan build-fuzz-*

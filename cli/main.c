@@ -20,15 +20,43 @@ static const struct {
 };
 
 static void help(FILE *f) {
-  fprintf(f, "Usage: dcr COMMAND [OPTIONS] ARGS...\n\n"
+  fprintf(f, "Usage: dcr COMMAND [OPTIONS] ARGS...\n"
+             "       dcr help [COMMAND]\n"
+             "       dcr --version\n\n"
              "DCR delta bundles: bit-exact model-weight changes between checkpoints.\n\n"
              "Commands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f, "\n'dcr COMMAND --help' describes a command. Exit status: 0 success, 1 invalid or\n"
-             "non-matching bundle or input, 2 usage error, 3 I/O or system error,\n"
-             "130 interrupted. Format: SPEC.md; format version %d.%d.\n",
+  fprintf(f, "  %-9s %s\n", "help", "show a command's help, as 'dcr COMMAND --help' does");
+  fprintf(f, "\nOptions:\n"
+             "  -h, --help     show this help\n"
+             "  -V, --version  print the library and format versions\n");
+  fprintf(f, "\n'dcr help COMMAND' or 'dcr COMMAND --help' describes a command; 'man dcr' all of\n"
+             "them. Exit status: 0 success, 1 invalid or non-matching bundle or input, 2 usage\n"
+             "error, 3 I/O or system error, 130 interrupted. Format: SPEC.md; format version %d.%d.\n",
           DCR_FORMAT_MAJOR, DCR_FORMAT_MINOR);
+}
+
+/* 'dcr help [COMMAND]': the command's own --help, on stdout, exit 0. */
+static int help_command(int argc, char **argv) {
+  if (argc < 3) {
+    help(stdout);
+    return CLI_OK;
+  }
+  if (argc > 3)
+    return cli_usage(NULL, "too many arguments (from '%s' on): expected 'dcr help [COMMAND]'", argv[3]);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[2], commands[i].name)) {
+      char name[16], opt[] = "--help";
+      snprintf(name, sizeof name, "%s", commands[i].name);
+      char *args[] = {name, opt, NULL};
+      return commands[i].run(2, args);
+    }
+  if (!strcmp(argv[2], "help") || !strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) {
+    help(stdout);
+    return CLI_OK;
+  }
+  return cli_usage(NULL, "unknown command '%s'", argv[2]);
 }
 
 int main(int argc, char **argv) {
@@ -36,10 +64,11 @@ int main(int argc, char **argv) {
     help(stderr);
     return CLI_USAGE;
   }
-  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
     help(stdout);
     return CLI_OK;
   }
+  if (!strcmp(argv[1], "help")) return help_command(argc, argv);
   if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
     printf("dcr %s (format %d.%d)\n", dcr_version_string(), DCR_FORMAT_MAJOR, DCR_FORMAT_MINOR);
     return CLI_OK;
@@ -47,7 +76,11 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[1], commands[i].name)) {
       cli_signals_install();
-      return commands[i].run(argc - 1, argv + 1);
+      int rc = commands[i].run(argc - 1, argv + 1);
+      /* A failure after an interrupt is the interrupt's doing (an open() of a FIFO
+       * that returned EINTR, a write cut short): it exits as interrupted. Work that
+       * had finished, its output in place, keeps its own status. */
+      return rc != CLI_OK && cli_interrupted ? CLI_INTERRUPTED : rc;
     }
   return cli_usage(NULL, "unknown command '%s'", argv[1]);
 }

@@ -47,10 +47,14 @@ int dcr__view_open(dcr__view *v, int fd, uint64_t offset, size_t length, uint8_t
     return dcr__fail(d, DCR_E_IO, "file ends early (offset %llu): it shrank while being read",
                      (unsigned long long)st.st_size);
   size_t skew = (size_t)(offset % page);
-  /* MAP_POPULATE maps the whole range in one call instead of a fault per 64 KiB:
-   * every byte is about to be read anyway. */
-  void *p = mmap(NULL, length + skew, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
-                 (off_t)(offset - skew));
+  /* MAP_POPULATE (Linux) maps the whole range in one call instead of a fault per
+   * 64 KiB: every byte is about to be read anyway. Elsewhere, plain faults. */
+#ifdef MAP_POPULATE
+  int flags = MAP_SHARED | MAP_POPULATE;
+#else
+  int flags = MAP_SHARED;
+#endif
+  void *p = mmap(NULL, length + skew, PROT_READ, flags, fd, (off_t)(offset - skew));
   if (p == MAP_FAILED) return dcr__pread_full(fd, fallback, length, offset, d);
   v->map = p;
   v->map_length = length + skew;

@@ -21,6 +21,8 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-check hashes
 command -v zstd >/dev/null 2>&1 || need="$need zstd"   # tools/spec_example.py decompresses frames
+command -v groff >/dev/null 2>&1 || need="$need groff-base"   # tests/readme_test.sh renders doc/dcr.1
+command -v readelf >/dev/null 2>&1 || need="$need binutils"   # tests/abi_test.sh: nm, readelf
 for pair in libzstd:libzstd-dev libxxhash:libxxhash-dev jansson:libjansson-dev cmocka:libcmocka-dev; do
   pkg-config --exists "${pair%%:*}" 2>/dev/null || need="$need ${pair#*:}"
 done

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# readme_test.sh DCR - the documentation against the program it describes:
+#   README.md  the fenced sh blocks after a <!-- readme-test --> line run, in an empty
+#              directory with DCR first on PATH as dcr, and must succeed; every
+#              'dcr COMMAND ...' line of every sh block names a command and options
+#              that exist; the command table after <!-- readme-commands --> lists
+#              exactly the commands of 'dcr --help', and 'dcr help CMD' works for each.
+#   doc/dcr.1  renders without warnings (groff -ww); every option that
+#              'dcr CMD --help' lists is described (a .TP item) in the page's
+#              "dcr CMD" subsection or under COMMON OPTIONS, and every option
+#              described there exists; .TH names the version 'dcr --version' prints.
+#   completions/dcr.bash and completions/_dcr  offer the commands and, for each, the
+#              long options of its --help.
+# Output is TAP-like: "ok - ..." / "not ok - ...", then a count; exit 1 on a failure.
+set -u
+DCR=${1:?usage: readme_test.sh DCR}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+README=$ROOT/README.md
+MAN=$ROOT/doc/dcr.1
+case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
+[ -x "$DCR" ] || { echo "not ok - setup: $DCR is not an executable file"; exit 1; }
+export LC_ALL=C
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/dcr-readme.XXXXXX") || exit 3
+trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT TERM
+mkdir "$W/bin" && ln -s "$DCR" "$W/bin/dcr"
+
+PASS=0 FAIL=0
+ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
+notok() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
+
+# The commands 'dcr --help' lists (help included).
+mapfile -t COMMANDS < <("$DCR" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p')
+[ "${#COMMANDS[@]}" -ge 7 ] || { notok "dcr --help lists ${#COMMANDS[@]} commands"; exit 1; }
+
+# help_options CMD: the options 'dcr CMD --help' lists, one per line: the long form,
+# and the short one where there is one ("  -o, --output BUNDLE  ..." gives --output, -o).
+help_options() {
+  "$DCR" "$1" --help | awk '/^ +-/ {
+      sub(/^ +/, "")
+      if ($0 ~ /^-[A-Za-z0-9], /) { print substr($0, 1, 2); $0 = substr($0, 5) }
+      if (match($0, /^--[a-z][a-z0-9-]*/)) print substr($0, 1, RLENGTH)
+    }' | sort -u
+}
+in_list() { local x=$1; shift; local y; for y; do [ "$x" = "$y" ] && return 0; done; return 1; }
+
+# ---- README.md ----------------------------------------------------------------------
+
+# sh_blocks MARKER: the fenced ```sh blocks (after MARKER on the line before, if given),
+# separated by a line holding only \x1e.
+sh_blocks() {
+  awk -v marker="${1:-}" '
+    /^```/ && inblock { inblock = 0; printf "\036\n"; next }
+    inblock { print; next }
+    /^```sh[ \t]*$/ { if (marker == "" || armed) inblock = 1; armed = 0; next }
+    marker != "" && index($0, marker) == 1 { armed = 1; next }
+    NF { armed = 0 }
+  ' "$README"
+}
+
+# 1. Every 'dcr ...' line of an sh block: a known command, its options in its --help.
+bad=
+n=0
+while IFS= read -r line; do
+  line=${line%%#*}                        # no comment
+  line=${line%%>*}                        # no redirection
+  read -r -a w <<<"$line"
+  [ "${w[0]:-}" = dcr ] || continue
+  n=$((n + 1))
+  cmd=${w[1]:-}
+  if ! in_list "$cmd" "${COMMANDS[@]}"; then bad+=" [$line: no command '$cmd']"; continue; fi
+  [ "$cmd" = help ] && continue
+  mapfile -t have < <(help_options "$cmd")
+  while IFS= read -r opt; do
+    in_list "$opt" "${have[@]}" || bad+=" [$line: 'dcr $cmd --help' has no $opt]"
+  done < <(grep -oE -- '(^|[][ |])--?[A-Za-z][A-Za-z0-9-]*' <<<"$line" | sed 's/^[][ |]//')
+done < <(sh_blocks | tr -d '\036')
+if [ -z "$bad" ]; then ok "README: the $n dcr command lines in sh blocks use existing commands and options"
+else notok "README: dcr command lines that do not match the program:$bad"; fi
+
+# 2. The marked blocks run.
+nblocks=0
+while IFS= read -r -d $'\036' block; do
+  block=${block#$'\n'}
+  [ -n "${block//[[:space:]]/}" ] || continue
+  nblocks=$((nblocks + 1))
+  d=$W/run$nblocks
+  mkdir "$d"
+  if (cd "$d" && PATH="$W/bin:$PATH" bash -e -o pipefail -c "$block") >"$d.out" 2>&1; then
+    ok "README: readme-test block $nblocks runs ($(grep -c . <<<"$block") lines)"
+  else
+    notok "README: readme-test block $nblocks failed (exit $?):"
+    printf '%s\n' "$block" | sed 's/^/    | /'
+    tail -n 15 "$d.out" | sed 's/^/    > /'
+  fi
+  rm -rf "$d"
+done < <(sh_blocks '<!-- readme-test -->')
+[ "$nblocks" -ge 1 ] || notok "README: no sh block after a <!-- readme-test --> line"
+
+# 3. The command table against 'dcr --help' and 'dcr help CMD'.
+# shellcheck disable=SC2016
+mapfile -t TABLE < <(awk '
+    index($0, "<!-- readme-commands -->") == 1 { on = 1; next }
+    on && /^\|/ { print; seen = 1; next }
+    on && seen { exit }
+  ' "$README" | sed -n 's/^| [`]dcr \([a-z][a-z]*\)[`] |.*/\1/p')
+if [ "${#TABLE[@]}" -eq 0 ]; then
+  notok "README: no command table after <!-- readme-commands -->"
+else
+  bad=
+  for c in "${TABLE[@]}"; do
+    in_list "$c" "${COMMANDS[@]}" || bad+=" '$c' is in the table but not in 'dcr --help';"
+    "$DCR" help "$c" >"$W/help.out" 2>&1 && [ -s "$W/help.out" ] || bad+=" 'dcr help $c' failed;"
+  done
+  for c in "${COMMANDS[@]}"; do
+    in_list "$c" "${TABLE[@]}" || bad+=" '$c' (dcr --help) is missing from the table;"
+  done
+  if [ -z "$bad" ]; then ok "README: the command table is the ${#TABLE[@]} commands of 'dcr --help'"
+  else notok "README: command table:$bad"; fi
+fi
+
+# 4. 'dcr help': a command's help, and an unknown command is a usage error.
+"$DCR" help encode >"$W/a" 2>&1; rc1=$?
+"$DCR" encode --help >"$W/b" 2>&1
+"$DCR" help nosuch >"$W/c" 2>"$W/d"; rc2=$?
+if [ "$rc1" = 0 ] && cmp -s "$W/a" "$W/b" && [ "$rc2" = 2 ] && [ ! -s "$W/c" ] &&
+   [ "$(sed -n 1p "$W/d")" = "dcr: unknown command 'nosuch'" ] &&
+   [ "$(sed -n 2p "$W/d")" = "Try 'dcr --help'." ] && [ "$(wc -l <"$W/d")" = 2 ]; then
+  ok "dcr help COMMAND is dcr COMMAND --help; dcr help nosuch is a usage error (2)"
+else
+  notok "dcr help: exit $rc1 / $rc2; stderr of 'dcr help nosuch': $(tr '\n' '|' <"$W/d")"
+fi
+if "$DCR" --help | grep -q -- '--version' && "$DCR" --help | grep -q 'dcr help'; then
+  ok "dcr --help lists --version and dcr help"
+else
+  notok "dcr --help does not list --version and dcr help"
+fi
+
+# ---- doc/dcr.1 ------------------------------------------------------------------------
+
+if command -v groff >/dev/null 2>&1; then
+  if groff -ww -man -Tutf8 "$MAN" >/dev/null 2>"$W/groff.err" && [ ! -s "$W/groff.err" ]; then
+    ok "doc/dcr.1 renders without warnings (groff -ww -man)"
+  else
+    notok "doc/dcr.1: groff -ww -man warns: $(head -n 5 "$W/groff.err" | tr '\n' '|')"
+  fi
+else
+  notok "groff not found (apt-get install groff-base, or sh tools/deps.sh)"
+fi
+
+# man_options SECTION: the options that the .TP items of a subsection (.SS "dcr CMD")
+# or section (.SH COMMON OPTIONS) describe, one per line.
+man_options() {
+  awk -v want="$1" '
+    /^\.S[SH] / { t = $0; sub(/^\.S[SH] +/, "", t); gsub(/"/, "", t); on = (t == want); next }
+    on && /^\.TP/ { item = 1; next }
+    on && item { print; item = 0 }
+  ' "$MAN" | sed 's/\\-/-/g' | grep -oE -- '(^|[ "])--?[A-Za-z][A-Za-z0-9-]*' | sed 's/^[ "]//' | sort -u
+}
+mapfile -t COMMON < <(man_options "COMMON OPTIONS")
+for c in "${COMMANDS[@]}"; do
+  [ "$c" = help ] && continue
+  mapfile -t described < <(man_options "dcr $c")
+  if [ "${#described[@]}" -eq 0 ]; then notok "doc/dcr.1: no options under .SS \"dcr $c\""; continue; fi
+  mapfile -t have < <(help_options "$c")
+  missing='' extra=''
+  for o in "${have[@]}"; do
+    in_list "$o" "${described[@]}" "${COMMON[@]}" || missing+=" $o"
+  done
+  for o in "${described[@]}"; do
+    in_list "$o" "${have[@]}" || extra+=" $o"
+  done
+  if [ -z "$missing$extra" ]; then ok "doc/dcr.1 describes the ${#have[@]} options of 'dcr $c --help'"
+  else
+    # shellcheck disable=SC2016
+    notok "doc/dcr.1, dcr $c:${missing:+ not described:$missing (add a .TP item under .SS \"dcr $c\")}${extra:+; described but not in 'dcr $c --help':$extra}"
+  fi
+done
+version=$("$DCR" --version | sed -n 's/^dcr \([^ ]*\).*/\1/p')
+if grep -q "^\.TH DCR 1 .*\"dcr $version\"" "$MAN"; then ok "doc/dcr.1 is for dcr $version"
+else notok "doc/dcr.1: .TH does not name \"dcr $version\" ('dcr --version')"; fi
+
+# ---- completions ----------------------------------------------------------------------
+
+# bash_complete WORDS...: what completions/dcr.bash offers for the last word.
+bash_complete() {
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _dcr; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$ROOT/completions/dcr.bash" "$@" | sort -u
+}
+got=$(bash_complete "$DCR" "" | tr '\n' ' ')
+want=$(printf '%s\n' "${COMMANDS[@]}" | sort -u | tr '\n' ' ')
+if [ "$got" = "$want" ]; then ok "bash completion offers the commands"
+else notok "bash completion offers '$got' for commands, expected '$want'"; fi
+bad=
+for c in "${COMMANDS[@]}"; do
+  [ "$c" = help ] && continue
+  got=$(bash_complete "$DCR" "$c" -- | tr '\n' ' ')
+  want=$(help_options "$c" | grep -- '^--' | tr '\n' ' ')
+  [ "$got" = "$want" ] || bad+=" [$c: offers '$got', --help has '$want']"
+done
+if [ -z "$bad" ]; then ok "bash completion offers each command's long options"
+else notok "bash completion:$bad"; fi
+
+if command -v zsh >/dev/null 2>&1; then
+  # _dcr with zsh's completion builtins stubbed: what it would offer.
+  zsh_complete() {
+    # shellcheck disable=SC2016
+    zsh -f -c '
+      compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@"; }
+      _describe() { print -rl -- ${${(P)4}%%:*}; }
+      _files() { print -r -- "(files)"; }
+      _call_program() { shift; "$@"; }
+      source "$1" >/dev/null 2>&1 </dev/null
+      shift
+      words=("$@"); CURRENT=$#; PREFIX=${words[CURRENT]}
+      _dcr' _ "$ROOT/completions/_dcr" "$@" | sort -u
+  }
+  got=$(zsh_complete "$DCR" "" | tr '\n' ' ')
+  want=$(printf '%s\n' "${COMMANDS[@]}" | sort -u | tr '\n' ' ')
+  bad=
+  [ "$got" = "$want" ] || bad+=" [commands: offers '$got', expected '$want']"
+  for c in "${COMMANDS[@]}"; do
+    [ "$c" = help ] && continue
+    got=$(zsh_complete "$DCR" "$c" -- | tr '\n' ' ')
+    want=$(help_options "$c" | grep -- '^--' | tr '\n' ' ')
+    [ "$got" = "$want" ] || bad+=" [$c: offers '$got', --help has '$want']"
+  done
+  if [ -z "$bad" ]; then ok "zsh completion offers the commands and each command's long options"
+  else notok "zsh completion:$bad"; fi
+else
+  echo "ok - zsh completion # SKIP zsh not installed"
+fi
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
