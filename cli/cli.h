@@ -115,6 +115,10 @@ void cli_output_abort(cli_output *o);
  * with force. Returns CLI_OK, or prints why not and returns CLI_USAGE. */
 int cli_check_output(const char *path, int force, const char *const *inputs, size_t n_inputs);
 
+/* Refuses, before anything blocks in open(), a checkpoint path that is a FIFO,
+ * socket or device; returns CLI_OK or prints why and returns CLI_USAGE. */
+int cli_check_checkpoint(const char *path);
+
 /* Opens a bundle from a path or "-" (read whole into memory). */
 int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d);
 

@@ -341,6 +341,8 @@ int cmd_apply(int argc, char **argv) {
       so.st_ino == sb.st_ino)
     fprintf(stderr, "  (to patch %s where it lies: dcr apply --in-place %s BUNDLE...)\n", base, base);
   if (rc) return rc;
+  if (!rc) rc = cli_check_checkpoint(base);
+  if (rc) return rc;
   j.b = calloc((size_t)j.n, sizeof *j.b);
   if (!j.b) return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;
   for (int i = 0; i < j.n && !rc; i++) {

@@ -80,6 +80,8 @@ int cmd_encode(int argc, char **argv) {
   if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
   if (json && !strcmp(out, "-"))
     return free(meta), cli_usage("encode", "--json prints on standard output: -o - cannot go there too");
+  for (int i = 0; i < 2; i++)
+    if (cli_check_checkpoint(argv[optind + i])) return free(meta), CLI_USAGE;
   cli_output o;
   const char *inputs[2] = {argv[optind], argv[optind + 1]};
   int rc = cli_output_open(&o, out, force, inputs, 2);

@@ -86,6 +86,7 @@ int cmd_validate(int argc, char **argv) {
     }
   }
   if (cli_arg_count("validate", argc, argv, 1, 1, "one BUNDLE")) return CLI_USAGE;
+  if ((base && cli_check_checkpoint(base)) || (target && cli_check_checkpoint(target))) return CLI_USAGE;
   report rp = {json, common.quiet, CLI_OK, json_array(), argv[optind], "structure"};
   dcr_reader *r = NULL;
   void *mem = NULL;

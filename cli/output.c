@@ -63,6 +63,14 @@ void cli_progress_end(cli_progress_state *p) {
   p->start = p->last = 0;
 }
 
+int cli_check_checkpoint(const char *path) {
+  struct stat st;
+  if (stat(path, &st) || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return CLI_OK; /* the library says */
+  fprintf(stderr, "dcr: %s: not a regular file: a checkpoint is read at random offsets, so it "
+          "cannot come from a pipe or device (a bundle can)\n", path);
+  return CLI_USAGE;
+}
+
 /* Whether path names the same file as input (device and inode: hard links and
  * symbolic links to it included). */
 static int same_file(const struct stat *out, const char *input) {

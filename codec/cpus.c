@@ -17,7 +17,7 @@
 #define DEFAULT_THREADS_CAP 32
 
 static unsigned online_or_affinity(void) {
-#ifdef CPU_COUNT
+#if defined(CPU_COUNT) && defined(__linux__)
   cpu_set_t set;
   if (!sched_getaffinity(0, sizeof set, &set) && CPU_COUNT(&set) > 0) return (unsigned)CPU_COUNT(&set);
 #endif
@@ -34,7 +34,7 @@ static unsigned quota_cpus(long long quota, long long period) {
 
 /* cgroup v2: "max 100000" or "400000 100000" in cpu.max. */
 static unsigned read_cpu_max(const char *path) {
-  FILE *f = fopen(path, "re");
+  FILE *f = fopen(path, "r");
   if (!f) return 0;
   char quota[32];
   long long period = 0;
@@ -49,13 +49,14 @@ static unsigned read_cpu_max(const char *path) {
 static unsigned read_cfs(const char *dir) {
   char path[4200];
   long long quota = -1, period = 0;
-  snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
-  FILE *f = fopen(path, "re");
+  if ((size_t)snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir) >= sizeof path) return 0;
+  FILE *f = fopen(path, "r");
   if (!f) return 0;
   if (fscanf(f, "%lld", &quota) != 1) quota = -1;
   fclose(f);
-  snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
-  if (!(f = fopen(path, "re"))) return 0;
+  if ((size_t)snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir) >= sizeof path ||
+      !(f = fopen(path, "r")))
+    return 0;
   if (fscanf(f, "%lld", &period) != 1) period = 0;
   fclose(f);
   return quota_cpus(quota, period);
@@ -67,7 +68,7 @@ static unsigned smaller(unsigned a, unsigned b) { return !a ? b : !b ? a : a < b
  * be set on any of them), or 0 for none. Inside a container the cgroup namespace
  * makes the container's own cgroup the root, which is read too. */
 static unsigned cgroup_cpus(void) {
-  FILE *f = fopen("/proc/self/cgroup", "re");
+  FILE *f = fopen("/proc/self/cgroup", "r");
   if (!f) return 0;
   char line[4096];
   unsigned n = 0;
@@ -82,13 +83,16 @@ static unsigned cgroup_cpus(void) {
       v1_cpu |= !strncmp(p, "cpu", 3) && (p[3] == ',' || p[3] == '\0');
     if (!v2 && !v1_cpu) continue;
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s%s", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/cpu", path);
+    if ((size_t)snprintf(dir, sizeof dir, "%s%s", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/cpu", path) >=
+        sizeof dir)
+      continue;
     for (;;) {
       char file[4300];
       size_t len = strlen(dir);
       while (len > 1 && dir[len - 1] == '/') dir[--len] = '\0';
-      if (v2) snprintf(file, sizeof file, "%s/cpu.max", dir), n = smaller(n, read_cpu_max(file));
-      else n = smaller(n, read_cfs(dir));
+      if (!v2) n = smaller(n, read_cfs(dir));
+      else if ((size_t)snprintf(file, sizeof file, "%s/cpu.max", dir) < sizeof file)
+        n = smaller(n, read_cpu_max(file));
       char *slash = strrchr(dir, '/');
       if (!slash || slash == dir || !strcmp(dir, v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/cpu")) break;
       *slash = '\0';

@@ -109,6 +109,10 @@ t_pipe_inputs() {
   run apply base.st bfifo -o via-fifo.st
   want_rc 0 "apply BASE FIFO"
   cmp -s via-fifo.st target.st || fail "apply from a FIFO made another file"
+  # a checkpoint cannot come from a pipe: refused before open() would block
+  run apply bfifo step.dcr -o never.st
+  want_rc 2 "apply FIFO-as-base"
+  has "not a regular file" e "FIFO base"
   # not a bundle: decided from the first bytes, not after reading all of it
   local start end
   start=$(date +%s)
