@@ -30,7 +30,7 @@ static const char usage[] =
     "      --threads N      worker threads (default: usable CPUs, up to 32)\n";
 
 typedef struct {
-  int kind, json, quiet;
+  int kind, json, quiet, progress;
   unsigned threads;
 } id_options;
 
@@ -42,7 +42,10 @@ static int state_of(const char *path, const id_options *o, uint8_t id[16],
   int rc = dcr_checkpoint_open(&ck, from_stdin ? "/dev/stdin" : path, o->kind, NULL, d);
   if (!rc) {
     dcr_checkpoint_info(ck, info);
+    cli_progress_state progress = {.what = path};
+    if (o->progress) dcr_checkpoint_set_progress(ck, cli_progress, &progress);
     rc = dcr_checkpoint_state_id(ck, o->threads, id, d);
+    cli_progress_end(&progress);
   }
   dcr_checkpoint_free(ck);
   if (rc && from_stdin) snprintf(d->file, sizeof d->file, "(stdin)");
@@ -196,7 +199,7 @@ int cmd_id(int argc, char **argv) {
                                         {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common);
-  id_options o = {DCR_KIND_SAFETENSORS, 0, 0, 0};
+  id_options o = {.kind = DCR_KIND_SAFETENSORS};
   const char *list = NULL;
   int c, stop = 0;
   uint64_t v;
@@ -217,6 +220,7 @@ int cmd_id(int argc, char **argv) {
     }
   }
   o.quiet = common.quiet;
+  o.progress = common.progress;
   /* Nothing is written: an interrupt may end the process where it stands. */
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);

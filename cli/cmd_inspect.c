@@ -230,7 +230,7 @@ static void print_checkpoint_json(const char *path, const dcr_checkpoint *ck,
 /* A file that is not a bundle (DCR_E_MAGIC, in *bundle_error) may be a
  * safetensors checkpoint: show that, or report the bundle's error. */
 static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, int json,
-                              int verbose) {
+                              int verbose, int progress_shown) {
   dcr_checkpoint *ck;
   dcr_detail d;
   uint8_t id[16];
@@ -252,7 +252,11 @@ static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, 
   signal(SIGTERM, SIG_DFL);
   dcr_checkpoint_summary ci;
   dcr_checkpoint_info(ck, &ci);
-  if ((err = dcr_checkpoint_state_id(ck, 0, id, &d))) {
+  cli_progress_state progress = {.what = "hashing"};
+  if (progress_shown) dcr_checkpoint_set_progress(ck, cli_progress, &progress);
+  err = dcr_checkpoint_state_id(ck, 0, id, &d);
+  cli_progress_end(&progress);
+  if (err) {
     if (json) cli_print_json(json_pack("{s:s, s:o}", "file", path, "error", cli_error_json(err, "checkpoint", &d)));
     cli_report(path, err, &d);
   }
@@ -285,7 +289,7 @@ int cmd_inspect(int argc, char **argv) {
   int err = cli_open_bundle(path, &r, &mem, &d);
   struct stat st;
   if (err == DCR_E_MAGIC && !stat(path, &st) && S_ISREG(st.st_mode))
-    return inspect_checkpoint(path, &d, json, common.verbose);
+    return inspect_checkpoint(path, &d, json, common.verbose, common.progress);
   if (err) {
     if (json) cli_print_json(json_pack("{s:s, s:o}", "file", path, "error", cli_error_json(err, "structure", &d)));
     cli_report(path, err, &d);

@@ -35,6 +35,7 @@ typedef struct {
   slot *slots;
   size_t slot_count;
   XXH3_state_t hash; /* of the tensor being taken */
+  uint64_t done;     /* tensor bytes taken, for progress */
 } hasher;
 
 static void hash_job(void *ctx, size_t j, unsigned worker) {
@@ -67,6 +68,8 @@ static int take_job(void *ctx, size_t j, dcr_detail *d) {
   if (jb->at == 0) XXH3_128bits_reset(&h->hash);
   XXH3_128bits_update(&h->hash, s->pieces, 16 * s->count);
   if (jb->at + jb->bytes == t->desc.byte_length) dcr__digest128(&h->hash, t->desc.hash);
+  h->done += jb->bytes;
+  if (h->c->progress) h->c->progress(h->c->progress_opaque, h->done, h->c->ck.file_size - h->c->ck.prefix_length);
   return DCR_OK;
 }
 
@@ -112,6 +115,13 @@ static int check_names(const dcr__checkpoint *ck, dcr_detail *d) {
   return DCR_OK;
 }
 
+void dcr_checkpoint_set_cancel(dcr_checkpoint *c, const volatile int *cancel) { c->cancel = cancel; }
+
+void dcr_checkpoint_set_progress(dcr_checkpoint *c, dcr_progress_fn progress, void *opaque) {
+  c->progress = progress;
+  c->progress_opaque = opaque;
+}
+
 int dcr_checkpoint_state_id(dcr_checkpoint *c, unsigned threads, uint8_t out[16],
                             dcr_detail *d) {
   dcr_detail scratch;
@@ -125,7 +135,8 @@ int dcr_checkpoint_state_id(dcr_checkpoint *c, unsigned threads, uint8_t out[16]
   if (!rc) rc = build_jobs(&h, d);
   if (!rc && dcr__pool_create(&pool, threads)) rc = dcr__fail(d, DCR_E_NOMEM, "no threads");
   if (!rc) rc = make_slots(&h, dcr__pool_window(pool), d);
-  if (!rc) rc = dcr__pool_stream(pool, h.job_count, hash_job, take_job, &h, NULL, d);
+  if (!rc) rc = dcr__pool_stream(pool, h.job_count, hash_job, take_job, &h, c->cancel, d);
+  if (rc == DCR_E_INTERRUPTED) dcr__detail_file(d, c->path);
   dcr__pool_free(pool);
   for (size_t i = 0; h.slots && i < h.slot_count; i++) {
     free(h.slots[i].buffer);

@@ -53,6 +53,9 @@ struct dcr_checkpoint {
   char path[256];
   int hashed;         /* 1 once every tensor hash and the state id are known */
   uint8_t state[16];
+  const volatile int *cancel; /* dcr_checkpoint_set_cancel */
+  dcr_progress_fn progress;   /* dcr_checkpoint_set_progress */
+  void *progress_opaque;
 };
 
 #endif

@@ -540,6 +540,12 @@ DCR_API void dcr_checkpoint_info(const dcr_checkpoint *ck, dcr_checkpoint_summar
 DCR_API void dcr_checkpoint_tensor(const dcr_checkpoint *ck, uint64_t i, dcr_tensor_side *side,
                                    const char **name, size_t *name_length);
 
+/* Optional, for dcr_checkpoint_state_id: a non-zero *cancel stops it with
+ * DCR_E_INTERRUPTED; progress is called from the calling thread with tensor bytes
+ * hashed so far and the data region's size. */
+DCR_API void dcr_checkpoint_set_cancel(dcr_checkpoint *ck, const volatile int *cancel);
+DCR_API void dcr_checkpoint_set_progress(dcr_checkpoint *ck, dcr_progress_fn progress, void *opaque);
+
 /* Reads every tensor's bytes and writes the state id (§7) to out; the result is
  * kept, so a second call reads nothing. threads: 0 = dcr_default_threads(); the result
  * does not depend on it. */
