@@ -146,6 +146,8 @@ DCR_HIDDEN size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out);
 /* dcr__pieces, and a copy of the bytes to dst made piece by piece while each is
  * in cache: one read of src instead of two. */
 DCR_HIDDEN size_t dcr__pieces_copy(uint8_t *dst, const uint8_t *src, size_t bytes, uint8_t *out);
+/* dcr__pieces of `bytes` zeros, from one zero page: no buffer of that size. */
+DCR_HIDDEN size_t dcr__pieces_zero(size_t bytes, uint8_t *out);
 /* A chunk's base or target check from its piece digests. */
 DCR_HIDDEN uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count);
 DCR_HIDDEN void dcr__digest128(XXH3_state_t *st, uint8_t out[16]);
@@ -187,6 +189,8 @@ typedef struct {             /* one chunk's result, handed to a driver's hooks *
   const uint8_t *input;      /* the chunk's input bytes (zeros if not delta-coded) */
   const uint8_t *result;     /* its target bytes: input, or the applied chunk */
   const uint8_t *result_pieces;
+  int zero;                  /* 1: an unchanged chunk of zeros (no input read), left
+                              * unmaterialized by lazy_zeros: input and result NULL */
 } dcr__pass_chunk;
 
 typedef struct {
@@ -194,6 +198,8 @@ typedef struct {
   int verify;       /* dcr_verify: NONE skips base_check and target_check */
   int changed_only; /* only changed chunks (in file order too); no tensor hashes */
   int as_target;    /* the input is taken to be the target already (§10.2) */
+  int lazy_zeros;   /* unchanged chunks of zeros are hashed from a zero page, never
+                     * written to a buffer: the hooks get them with .zero set */
   unsigned threads; /* 0 = all online cores */
   const volatile int *cancel;
   dcr_progress_fn progress;
@@ -222,7 +228,9 @@ DCR_HIDDEN uint64_t dcr__pass_bytes(const dcr__pass *pass);
 DCR_HIDDEN int dcr__pass_run(dcr__pass *pass, dcr_detail *d);
 DCR_HIDDEN void dcr__pass_free(dcr__pass *pass);
 /* The input hook for a checkpoint file (input_ctx a dcr__file): entry's tensor at
- * offsets[entry], mapped where it can be; errors name the file. */
+ * offsets[entry], read (pread) into the slot's buffer, never mapped: a file that
+ * shrinks or changes meanwhile cannot raise SIGBUS or change the bytes after
+ * they are hashed; errors name the file. */
 typedef struct {
   int fd;
   const uint64_t *offsets;

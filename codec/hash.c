@@ -34,6 +34,16 @@ size_t dcr__pieces_copy(uint8_t *dst, const uint8_t *src, size_t bytes, uint8_t 
   return count;
 }
 
+size_t dcr__pieces_zero(size_t bytes, uint8_t *out) {
+  static const uint8_t zero[DCR__PIECE];
+  uint8_t full[16];
+  size_t count = DCR__PIECES(bytes), whole = bytes / DCR__PIECE;
+  if (whole) dcr__pieces(zero, DCR__PIECE, full);
+  for (size_t i = 0; i < whole; i++) memcpy(out + 16 * i, full, 16);
+  if (whole < count) dcr__pieces(zero, bytes - whole * DCR__PIECE, out + 16 * whole);
+  return count;
+}
+
 uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count) {
   return XXH3_64bits(pieces, 16 * count);
 }

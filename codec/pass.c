@@ -19,7 +19,7 @@
 
 typedef struct {
   dcr__view input;
-  uint8_t *zeros, *out, *scratch;    /* zeros: also the fallback of a view not mapped */
+  uint8_t *zeros, *out, *scratch;    /* zeros: also the buffer input views read into */
   uint8_t *input_pieces, *out_pieces; /* piece digests (§7) */
   size_t pieces, scratch_capacity;
   dcr__chunk_decoder dec;
@@ -220,20 +220,27 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   const dcr__chunk *c = jb->record != DCR__NO_RECORD ? &p->spec.r->chunks[jb->record] : NULL;
   s->chunk.at = (uint64_t)jb->chunk * m->chunk_size;
   s->chunk.bytes = dcr__chunk_bytes(m, e, jb->chunk);
-  int rc = DCR_OK;
+  int rc = DCR_OK, hash_input = (!c || p->spec.as_target) &&
+      (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only || p->spec.as_target);
   if (reads_input(&p->spec, e)) {
     rc = p->spec.input(p->spec.input_ctx, jb->entry, s->chunk.at, s->chunk.bytes, &s->input,
                        s->zeros, &s->detail);
+  } else if (!c && p->spec.lazy_zeros) {
+    /* zeros from nowhere: a 4 GiB tensor of them costs no memory and no writes */
+    s->input = (dcr__view){0};
+    s->chunk.zero = 1;
+    if (hash_input) s->pieces = dcr__pieces_zero(s->chunk.bytes, s->input_pieces);
+    hash_input = 0;
   } else {
     memset(s->zeros, 0, s->chunk.bytes);
     s->input = (dcr__view){.data = s->zeros};
   }
   s->chunk.input = s->chunk.result = s->input.data;
   s->chunk.result_pieces = s->input_pieces;
-  /* A changed chunk's input is hashed as it is copied (apply_record). */
-  if (!rc && (!c || p->spec.as_target) &&
-      (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only || p->spec.as_target))
-    s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
+  /* A changed chunk's input is hashed as it is copied (apply_record). The input is
+   * the view's own buffer (dcr__view_open reads, never maps), so what is hashed
+   * here is exactly what the hooks write. */
+  if (!rc && hash_input) s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
   if (!rc && c)
     rc = p->spec.as_target ? check_as_target(s, c)
                            : apply_record(p, s, c, dcr_dtype_size(e->target.dtype));

@@ -335,23 +335,56 @@ typedef struct {
   dcr_progress_fn progress;  /* optional */
   void *progress_opaque;
   const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
-  int sync;                  /* 1 (default): fsync the output before renaming */
-  uint64_t reserved_[8];
+  int sync;                  /* 1 (default): fsync the output before, and its directory
+                              * after, putting it in place */
+  /* 0 (default): no cap beyond the reader's limits. Else a target larger than this
+   * fails with DCR_E_LIMIT before anything is read or written: a bundle of a few
+   * hundred bytes can declare a target of terabytes (an all-zero added tensor;
+   * SPEC.md §14), and every caller should cap it. */
+  uint64_t max_target_size;
+  /* 0 (default): an existing out_path is replaced; the new file keeps its mode
+   * and, where permitted, its owner and group. 1: never replace: an out_path that
+   * exists, or appears during the apply, fails with DCR_E_IO and is kept. */
+  int no_replace;
+  uint32_t reserved32_;
+  uint64_t reserved_[6];
 } dcr_apply_options;
 
 DCR_API void dcr_apply_options_default(dcr_apply_options *options);
 
 /* Applies an open bundle to base_path and writes the target to out_path, through a
- * temporary file in the same directory that is renamed only when every check of
- * SPEC.md §10 has passed. On failure nothing is left at out_path (an existing file
- * there is untouched). A base_path that already holds the bundle's target is
- * accepted too (§10.2: re-applying is a no-op), so a retried job succeeds; the
- * output is then the target. out_path may be NULL to check without writing. */
+ * temporary file in the same directory (nameless where the filesystem supports
+ * O_TMPFILE, else a hidden ".dcr-XXXXXX") that is linked or renamed into place only
+ * when every check of SPEC.md §10 has passed. On failure nothing is left at
+ * out_path (an existing file there is untouched), and no temporary file either,
+ * even after a crash where O_TMPFILE is supported. The new file's mode is 0666
+ * less the umask (which is read by open(), never changed). Unchanged zeros are
+ * not written: the file is sparse there. Fails with DCR_E_IO, before writing, if
+ * the filesystem reports too little free space. The base is read with pread (never
+ * mapped): a base truncated or modified during the apply fails it cleanly, and
+ * the hashes cover exactly the bytes written. A base_path that already holds the
+ * bundle's target is accepted too (§10.2: re-applying is a no-op), so a retried
+ * job succeeds; the output is then the target. out_path may be NULL to check
+ * without writing. */
 DCR_API int dcr_apply(dcr_reader *reader, const char *base_path, const char *out_path,
                       const dcr_apply_options *options, dcr_detail *detail);
 
+/* dcr_apply with the target's bytes given to a sink, in file order, from the
+ * calling thread only (workers never call it), with no temporary file: for a pipe
+ * or standard output. The sink returns 0, or non-zero to fail with DCR_E_IO.
+ * The bytes reach the sink before the last hashes are checked: unless this returns
+ * DCR_OK, what the sink received must be discarded (as with `zstd -d` to a pipe).
+ * options' sync and no_replace do not apply. A base_path that is already the
+ * target is accepted as by dcr_apply (it is told from the base before any byte is
+ * sent, by its tensors or by the bundle's first changed chunk). */
+DCR_API int dcr_apply_to(dcr_reader *reader, const char *base_path,
+                         const dcr_apply_options *options, dcr_write_fn write, void *opaque,
+                         dcr_detail *detail);
+
 /* Checks that the file at path is exactly the bundle's target (same state id and
- * prefix) without writing anything. */
+ * prefix) without writing anything. options may be NULL; its cancel and progress
+ * are used (progress per tensor, in data bytes), its threads are not: the file is
+ * read once, sequentially. */
 DCR_API int dcr_check_target(dcr_reader *reader, const char *path,
                              const dcr_apply_options *options, dcr_detail *detail);
 
