@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "../format/atomic.h"
 #include "dcr.h"
 #include "synth.h"
 
@@ -97,13 +98,17 @@ void cli_progress_end(cli_progress_state *p);
  * cli_check_output says what is accepted. */
 typedef struct {
   const char *path;
-  char tmp[4096];
+  dcr__atomic atomic; /* a file's temporary, committed by the library's own module */
   int fd;
   int stream;
+  int error; /* errno of a failed cli_output_write, else 0 */
 } cli_output;
 int cli_output_open(cli_output *o, const char *path, int force, const char *const *inputs,
                     size_t n_inputs);
 int cli_output_write(void *opaque, const void *data, size_t size);
+/* Writes all of data to fd, going on after a signal unless it was an interrupt;
+ * returns 0 or -1 (errno set). */
+int cli_write_fd(int fd, const void *data, size_t size);
 int cli_output_commit(cli_output *o);
 void cli_output_abort(cli_output *o);
 

@@ -225,28 +225,42 @@ static void print_summary(const job *j, const char *out) {
   fprintf(stderr, "%s: %s, target state verified\n", out, cli_bytes(info.target_size, a));
 }
 
-/* A copy: the first bundle into a temporary file beside OUT, the rest patched into
- * it (or copied again when a bundle changes the layout), then renamed into place. */
-static int run_copy(job *j, const char *base, const char *out, const char *dest) {
-  char tmp[4200];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.dcr-series-XXXXXX", dest) >= sizeof tmp)
-    return fprintf(stderr, "dcr: %s: path too long\n", dest), CLI_USAGE;
-  int fd = j->n > 1 ? mkstemp(tmp) : -1;
-  if (j->n > 1 && fd < 0)
-    return fprintf(stderr, "dcr: %s: DCR_E_IO: cannot create a temporary file: %s\n", tmp,
-                   strerror(errno)), CLI_IO;
-  if (fd >= 0) close(fd);
-  const char *step_out = j->n > 1 ? tmp : dest;
-  dcr_apply_options opt;
-  dcr_apply_options_default(&opt);
-  opt.threads = j->threads;
-  opt.sync = j->sync && j->n == 1;
-  opt.cancel = &cli_interrupted;
-  if (j->common.progress) opt.progress = cli_progress, opt.progress_opaque = &j->progress;
+static int write_fd(void *opaque, const void *data, size_t size) {
+  return cli_write_fd(*(const int *)opaque, data, size);
+}
+
+/* The work file of a series: a hidden temporary beside OUT (in TMPDIR for a
+ * stream), written by the first bundle, patched in place by the others, and
+ * committed as OUT at the end. It has a name because a patch opens it by path. */
+typedef struct {
+  dcr__atomic a;
+  char path[4200];
+} work_file;
+
+static int work_open(work_file *w, const char *beside, unsigned flags, dcr_detail *d) {
+  int err = dcr__atomic_open(&w->a, beside, flags | DCR__ATOMIC_NAMED, d);
+  const char *slash = strrchr(beside, '/');
+  if (!err) snprintf(w->path, sizeof w->path, "%.*s%s", slash ? (int)(slash - beside + 1) : 0, beside,
+                     w->a.tmp_name);
+  return err;
+}
+
+/* A series copied: bundle 0 from BASE into the work file, each next one patched
+ * into it (or, when it changes the layout, copied from it into a new one). */
+static int run_series(job *j, const char *base, const char *out, int force, int stream,
+                      const dcr_apply_options *opt) {
+  const char *tmpdir = getenv("TMPDIR");
+  char beside[4200];
+  snprintf(beside, sizeof beside, "%s%s", stream ? (tmpdir && *tmpdir ? tmpdir : "/tmp") : out,
+           stream ? "/dcr-series" : "");
+  unsigned flags = (stream || force ? DCR__ATOMIC_REPLACE : 0) | (j->sync && !stream ? DCR__ATOMIC_SYNC : 0);
+  work_file w;
   dcr_detail d;
-  int err = dcr_apply(j->b[0].r, base, step_out, &opt, &d), rc = CLI_OK;
+  int err = work_open(&w, beside, flags, &d);
+  if (err) return cli_report(out, err, &d), cli_exit_code(err);
+  int rc = CLI_OK;
+  if ((err = dcr_apply_to(j->b[0].r, base, opt, write_fd, &w.a.fd, &d))) rc = report(j, base, 0, err, &d);
   cli_progress_end(&j->progress);
-  if (err) rc = report(j, base, 0, err, &d);
   for (int i = 1; i < j->n && !rc; i++) {
     dcr_patch_stats st;
     dcr_patch *p;
@@ -254,29 +268,64 @@ static int run_copy(job *j, const char *base, const char *out, const char *dest)
     if (!err) {
       dcr_patch_set_verify(p, j->verify);
       dcr_patch_set_threads(p, j->threads);
-      dcr_patch_set_sync(p, 0); /* nothing is visible until the rename below */
+      dcr_patch_set_sync(p, 0); /* nothing is visible until the commit below */
       dcr_patch_set_cancel(p, &cli_interrupted);
-      err = dcr_patch_file(p, tmp, &d);
+      err = dcr_patch_file(p, w.path, &d);
       dcr_patch_stats_get(p, &st, sizeof st);
       dcr_patch_free(p);
     }
-    if (err == DCR_E_ARGUMENT) /* a layout change: this step is a copy */
-      err = dcr_apply(j->b[i].r, tmp, tmp, &opt, &d);
-    if (err) rc = report(j, i == 1 ? base : tmp, i, err, &d);
+    if (err == DCR_E_ARGUMENT) { /* a layout change: this step is a copy */
+      work_file next;
+      if (!(err = work_open(&next, beside, flags, &d))) {
+        err = dcr_apply_to(j->b[i].r, w.path, opt, write_fd, &next.a.fd, &d);
+        dcr__atomic_abort(&w.a);
+        w = next;
+      }
+    }
+    if (err) rc = report(j, i == 1 ? base : w.path, i, err, &d);
   }
-  if (j->n > 1 && !rc) {
-    opt.sync = j->sync;
-    FILE *f = j->sync ? fopen(tmp, "rb+") : NULL;
-    if (j->sync && (!f || fsync(fileno(f))))
-      rc = (fprintf(stderr, "dcr: %s: DCR_E_IO: fsync failed: %s\n", tmp, strerror(errno)), CLI_IO);
-    if (f) fclose(f);
-    if (!rc && rename(tmp, dest))
-      rc = (fprintf(stderr, "dcr: %s: DCR_E_IO: cannot rename into place: %s\n", dest,
-                    strerror(errno)), CLI_IO);
+  if (!rc && stream) rc = copy_to_stream(w.path, out, force);
+  if (!rc && !stream && cli_interrupted) rc = CLI_INTERRUPTED;
+  if (!rc && !stream && (err = dcr__atomic_commit(&w.a, &d))) rc = (cli_report(out, err, &d), cli_exit_code(err));
+  dcr__atomic_abort(&w.a);
+  return rc;
+}
+
+/* A copy apply: one bundle through the library's atomic output (or streamed), a
+ * series through a work file. */
+static int run_copy(job *j, const char *base, const char *out, int force) {
+  struct stat st;
+  int stream = !strcmp(out, "-") || (!stat(out, &st) && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
+  dcr_apply_options opt;
+  dcr_apply_options_default(&opt);
+  opt.threads = j->threads;
+  opt.sync = j->sync;
+  opt.no_replace = !force; /* a file that appeared at OUT meanwhile is kept */
+  opt.cancel = &cli_interrupted;
+  if (j->common.progress) opt.progress = cli_progress, opt.progress_opaque = &j->progress;
+  dcr_detail d;
+  int err, rc = CLI_OK;
+  if (j->n > 1) {
+    rc = run_series(j, base, out, force, stream, &opt);
+  } else if (!stream) {
+    err = dcr_apply(j->b[0].r, base, out, &opt, &d);
+    cli_progress_end(&j->progress);
+    if (err) rc = report(j, base, 0, err, &d);
+  } else {
+    cli_output o;
+    if (!(rc = cli_output_open(&o, out, force, NULL, 0))) {
+      err = dcr_apply_to(j->b[0].r, base, &opt, cli_output_write, &o, &d);
+      cli_progress_end(&j->progress);
+      if (err == DCR_E_IO && o.error) /* the output's fault, not the bundle's */
+        fprintf(stderr, "dcr: %s: DCR_E_IO: cannot write: %s\n", strcmp(out, "-") ? out : "(stdout)",
+                strerror(o.error)), rc = CLI_IO;
+      else if (err) rc = report(j, base, 0, err, &d);
+      if (err) cli_output_abort(&o);
+      else rc = cli_output_commit(&o);
+    }
   }
-  if (j->n > 1 && rc) unlink(tmp);
   if (!rc && j->json) print_done(j, out, "copy", j->n, NULL);
-  if (!rc && dest == out) print_summary(j, out);
+  if (!rc) print_summary(j, out);
   return rc;
 }
 
@@ -368,22 +417,7 @@ int cmd_apply(int argc, char **argv) {
   if (!rc && in_place) {
     rc = run_in_place(&j, base);
   } else if (!rc) {
-    char dir[4096], tmp[4200] = "";
-    const char *dest = out, *tmpdir = getenv("TMPDIR");
-    struct stat st;
-    int stream = !strcmp(out, "-") || (!stat(out, &st) && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
-    if (stream) {
-      snprintf(dir, sizeof dir, "%s/dcr-apply-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-      if (!mkdtemp(dir)) {
-        fprintf(stderr, "dcr: DCR_E_IO: cannot create a temporary directory: %s\n", strerror(errno));
-        rc = CLI_IO;
-      }
-      snprintf(tmp, sizeof tmp, "%s/target", dir);
-      dest = tmp;
-    }
-    if (!rc) rc = run_copy(&j, base, out, dest);
-    if (!rc && tmp[0] && !(rc = copy_to_stream(tmp, out, force))) print_summary(&j, out);
-    if (tmp[0]) unlink(tmp), rmdir(dir);
+    rc = run_copy(&j, base, out, force);
   }
   for (int i = 0; i < j.n; i++) dcr_reader_free(j.b[i].r), free(j.b[i].mem);
   free(j.b);

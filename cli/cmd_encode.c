@@ -1,6 +1,7 @@
 /*
  * cmd_encode.c - dcr encode BASE TARGET -o BUNDLE
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,9 @@ int cmd_encode(int argc, char **argv) {
   free(meta);
   if (err) {
     cli_output_abort(&o);
-    if (err == DCR_E_IO && !d.file[0]) snprintf(d.file, sizeof d.file, "%s", out);
+    if (err == DCR_E_IO && o.error) /* the output's fault */
+      snprintf(d.message, sizeof d.message, "cannot write: %s", strerror(o.error)),
+          snprintf(d.file, sizeof d.file, "%s", strcmp(out, "-") ? out : "(stdout)");
     cli_report(NULL, err, &d);
     return cli_exit_code(err);
   }

@@ -141,34 +141,30 @@ int cli_output_open(cli_output *o, const char *path, int force, const char *cons
     o->stream = 1;
     return CLI_OK;
   }
-  if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.dcr-XXXXXX", path) >= sizeof o->tmp) {
-    fprintf(stderr, "dcr: %s: path too long\n", path);
-    return CLI_USAGE;
-  }
-  o->fd = mkstemp(o->tmp);
-  if (o->fd < 0) {
-    fprintf(stderr, "dcr: %s: DCR_E_IO: cannot create a temporary file: %s\n", path,
-            strerror(errno));
-    o->tmp[0] = '\0';
-    return CLI_IO;
-  }
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(o->fd, 0666 & ~mask);
+  dcr_detail d;
+  int err = dcr__atomic_open(&o->atomic, path, (force ? DCR__ATOMIC_REPLACE : 0) | DCR__ATOMIC_SYNC, &d);
+  if (err) return cli_report(path, err, &d), cli_exit_code(err);
+  o->fd = o->atomic.fd;
   return CLI_OK;
 }
 
-int cli_output_write(void *opaque, const void *data, size_t size) {
-  cli_output *o = opaque;
+int cli_write_fd(int fd, const void *data, size_t size) {
   const char *p = data;
   while (size) {
-    ssize_t n = write(o->fd, p, size);
+    ssize_t n = write(fd, p, size);
     if (n < 0 && errno == EINTR && !cli_interrupted) continue;
     if (n <= 0) return -1;
     p += n;
     size -= (size_t)n;
   }
   return 0;
+}
+
+int cli_output_write(void *opaque, const void *data, size_t size) {
+  cli_output *o = opaque;
+  if (!cli_write_fd(o->fd, data, size)) return 0;
+  o->error = errno ? errno : EIO;
+  return -1;
 }
 
 int cli_output_commit(cli_output *o) {
@@ -181,20 +177,18 @@ int cli_output_commit(cli_output *o) {
     }
     return cli_interrupted ? CLI_INTERRUPTED : CLI_OK;
   }
-  int fd = o->fd;
   o->fd = -1;
-  int synced = !fsync(fd), closed = !close(fd);
-  /* the last moment an interrupt can still undo the command: after the rename the
-   * output is whole and in place */
-  if (synced && closed && cli_interrupted) {
-    unlink(o->tmp);
-    return CLI_INTERRUPTED;
+  /* the file is made durable first, so that the last moment an interrupt can still
+   * undo the command is just before the commit, after which the output is whole
+   * and in place (the commit's own fsync then finds nothing to do) */
+  if (fsync(o->atomic.fd)) {
+    fprintf(stderr, "dcr: %s: DCR_E_IO: fsync failed: %s\n", o->path, strerror(errno));
+    return dcr__atomic_abort(&o->atomic), CLI_IO;
   }
-  if (!synced || !closed || rename(o->tmp, o->path)) {
-    fprintf(stderr, "dcr: %s: DCR_E_IO: cannot write: %s\n", o->path, strerror(errno));
-    unlink(o->tmp);
-    return CLI_IO;
-  }
+  if (cli_interrupted) return dcr__atomic_abort(&o->atomic), CLI_INTERRUPTED;
+  dcr_detail d;
+  int err = dcr__atomic_commit(&o->atomic, &d);
+  if (err) return cli_report(o->path, err, &d), cli_exit_code(err);
   return CLI_OK;
 }
 
@@ -204,8 +198,7 @@ void cli_output_abort(cli_output *o) {
     o->fd = -1;
     return;
   }
-  if (o->fd >= 0) close(o->fd);
-  if (o->tmp[0]) unlink(o->tmp);
+  dcr__atomic_abort(&o->atomic);
   o->fd = -1;
 }
 
