@@ -21,7 +21,7 @@ typedef struct {
 } job;
 
 typedef struct {
-  uint8_t *base_buffer, *target_buffer; /* for files that cannot be mapped */
+  uint8_t *base_buffer, *target_buffer; /* the views' read buffers */
   dcr__view base, target;
   size_t bytes;
   dcr__chunk_encoder enc;

@@ -248,7 +248,10 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   if (rc) {
     dcr__detail_tensor(&s->detail, jb->entry, e->name, e->name_length);
     dcr__detail_chunk(&s->detail, jb->chunk);
-    if (c && !s->detail.section[0]) dcr__detail_at(&s->detail, "CHNK", c->offset);
+    /* A wrong base is the input's fault, and the input is the file reported: the
+     * bundle's section and offset would point into another file. */
+    if (c && !s->detail.section[0] && rc != DCR_E_BASE_MISMATCH)
+      dcr__detail_at(&s->detail, "CHNK", c->offset);
   }
   s->rc = rc;
 }

@@ -21,7 +21,7 @@ typedef struct {
 } job;
 
 typedef struct {
-  uint8_t *buffer; /* for a file that cannot be mapped */
+  uint8_t *buffer; /* the view's read buffer */
   uint8_t *pieces;
   size_t count;
   int rc;

@@ -74,14 +74,11 @@ DCR_HIDDEN int dcr__pread_full(int fd, void *buf, size_t length, uint64_t offset
 DCR_HIDDEN int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset,
                                 dcr_detail *d);
 
-/* A read-only view of a file range: mapped where the file can be mapped (no copy
- * through a buffer), else read into `fallback`, which must hold `length` bytes.
- * Unmapping as soon as a range is done keeps resident memory bounded by the
- * views alive, whatever the file's size. */
+/* A read-only view of a file range, read into the caller's buffer (`fallback`,
+ * which must hold `length` bytes; never mapped: io.c says why). Memory is the
+ * buffers of the views alive, whatever the file's size. */
 typedef struct {
   const uint8_t *data;
-  void *map;
-  size_t map_length;
 } dcr__view;
 
 DCR_HIDDEN int dcr__view_open(dcr__view *v, int fd, uint64_t offset, size_t length,

@@ -152,6 +152,15 @@ t_swap_hint() {
 }
 tcase "swapped apply arguments get a hint" t_swap_hint
 
+t_wrong_base_names_the_input() {
+  "$DCR" synth other.st other2.st --size 2M --seed 7 -q || { fail "synth"; return; }
+  run apply other.st step.dcr -o never.st
+  want_rc 1 "apply to another checkpoint"
+  has "^dcr: other.st: DCR_E_BASE_MISMATCH" e "wrong base"
+  ! grep -q "section CHNK" e || fail "the input is named with the bundle's section and offset: $(shown e)"
+}
+tcase "a wrong base is reported against the input, without the bundle's offsets" t_wrong_base_names_the_input
+
 t_inspect_json_error() {
   head -c 100 step.dcr >cut.dcr
   run inspect cut.dcr --json
