@@ -25,27 +25,35 @@ enum {
 };
 
 typedef struct {
+  const char *command; /* for usage errors */
   int quiet, verbose, progress;
 } cli_common;
 
 /* getopt_long ids for the options every command takes. */
 enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
-       OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS };
+       OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
-      {"no-progress", no_argument, NULL, OPT_NO_PROGRESS}
+      {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},                    \
+      {"memory", required_argument, NULL, OPT_MEMORY}
 #define CLI_COMMON_SHORT ":hqv" /* the colon: getopt prints nothing itself */
 #define CLI_COMMON_HELP                                                       \
   "  -q, --quiet        print nothing but errors\n"                           \
   "  -v, --verbose      print more detail\n"                                  \
   "      --no-progress  no progress line (shown on a terminal for long work)\n" \
+  "      --memory SIZE  memory budget for reading one bundle or checkpoint\n"   \
+  "                     (K/M/G; default 1G); more is DCR_E_NOMEM, exit 3\n"       \
   "  -h, --help         show this help\n"
+
+/* The limits every bundle and checkpoint is read with: the defaults, and the
+ * memory budget of --memory. */
+extern dcr_limits cli_limits;
 
 /* Handles a common option; returns 1 if `opt` was one, and sets *exit_now when the
  * command should stop (help printed). */
 int cli_common_option(cli_common *c, int opt, const char *usage, int *exit_now);
-void cli_common_init(cli_common *c);
+void cli_common_init(cli_common *c, const char *command);
 
 /* Maps a library error code to an exit code. */
 int cli_exit_code(int code);

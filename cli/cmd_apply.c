@@ -81,7 +81,7 @@ static int copy_to_stream(const char *path, const char *out, int force) {
 static void swapped_hint(const char *base, const char *not_bundle) {
   struct stat st;
   dcr_reader *r = NULL;
-  if (stat(base, &st) || !S_ISREG(st.st_mode) || dcr_reader_open_file(&r, base, NULL, NULL)) return;
+  if (stat(base, &st) || !S_ISREG(st.st_mode) || dcr_reader_open_file(&r, base, &cli_limits, NULL)) return;
   dcr_reader_free(r);
   fprintf(stderr, "  hint: %s is a bundle and %s is not; the base comes first:\n"
           "        dcr apply %s %s -o OUT\n", base, not_bundle, not_bundle, base);
@@ -159,7 +159,7 @@ static int find_start(const job *j, const char *path, int *start) {
   dcr_checkpoint *ck;
   dcr_detail d;
   uint8_t state[16];
-  int err = dcr_checkpoint_open(&ck, path, first.kind, NULL, &d);
+  int err = dcr_checkpoint_open(&ck, path, first.kind, &cli_limits, &d);
   if (!err) err = dcr_checkpoint_state_id(ck, j->threads, state, &d);
   dcr_checkpoint_free(ck);
   if (err) return cli_report(path, err, &d), cli_exit_code(err);
@@ -341,7 +341,7 @@ int cmd_apply(int argc, char **argv) {
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {NULL, 0, NULL, 0}};
   job j = {.verify = 0, .sync = 1, .progress = {.what = "applying"}};
-  cli_common_init(&j.common);
+  cli_common_init(&j.common, "apply");
   const char *out = NULL;
   int force = 0, in_place = 0, c, stop = 0;
   uint64_t v;

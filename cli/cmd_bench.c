@@ -87,7 +87,7 @@ static int bench_threads(const char *base, const char *target, const char *out,
     dcr_reader *reader = NULL;
     if (!rc) {
       t0 = now();
-      rc = dcr_reader_open_memory(&reader, m.data, m.size, NULL, &d);
+      rc = dcr_reader_open_memory(&reader, m.data, m.size, &cli_limits, &d);
       to[r] = now() - t0;
     }
     if (!rc) {
@@ -193,7 +193,7 @@ static int bench_refit(const uint8_t *pristine, size_t size, const char *base, d
   dcr_patch *p = NULL;
   dcr_patch_stats st = {0};
   dcr_detail d;
-  int rc = h.data ? dcr_checkpoint_open(&h.ck, base, DCR_KIND_SAFETENSORS, NULL, &d) : DCR_E_NOMEM;
+  int rc = h.data ? dcr_checkpoint_open(&h.ck, base, DCR_KIND_SAFETENSORS, &cli_limits, &d) : DCR_E_NOMEM;
   if (!rc) rc = dcr_patch_create(&p, r, &d);
   if (!rc) dcr_patch_set_threads(p, threads), dcr_patch_set_sync(p, 0);
   if (!rc) dcr_patch_set_cancel(p, &cli_interrupted);
@@ -248,7 +248,7 @@ static int bench_refits(const char *base, const char *target, const char *dir,
   char work[4200];
   snprintf(work, sizeof work, "%s/work", dir);
   int rc = dcr_encode(base, target, eo, mem_write, &m, &es, &d);
-  if (!rc) rc = dcr_reader_open_memory(&r, m.data, m.size, NULL, &d);
+  if (!rc) rc = dcr_reader_open_memory(&r, m.data, m.size, &cli_limits, &d);
   if (!rc && read_all(base, &pristine, &size))
     rc = (snprintf(d.message, sizeof d.message, "cannot read the base"), DCR_E_IO);
   if (rc) {
@@ -279,7 +279,7 @@ int cmd_bench(int argc, char **argv) {
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
-  cli_common_init(&common);
+  cli_common_init(&common, "bench");
   dcr_synth_options so;
   dcr_synth_options_default(&so);
   so.size = 256u << 20;

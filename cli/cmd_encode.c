@@ -35,7 +35,7 @@ int cmd_encode(int argc, char **argv) {
       {"json", no_argument, NULL, OPT_JSON},
       {NULL, 0, NULL, 0}};
   cli_common common;
-  cli_common_init(&common);
+  cli_common_init(&common, "encode");
   dcr_encode_options opt;
   dcr_encode_options_default(&opt);
   const char *out = NULL;

@@ -39,7 +39,7 @@ static int state_of(const char *path, const id_options *o, uint8_t id[16],
                     dcr_checkpoint_summary *info, dcr_detail *d) {
   int from_stdin = !strcmp(path, "-");
   dcr_checkpoint *ck = NULL;
-  int rc = dcr_checkpoint_open(&ck, from_stdin ? "/dev/stdin" : path, o->kind, NULL, d);
+  int rc = dcr_checkpoint_open(&ck, from_stdin ? "/dev/stdin" : path, o->kind, &cli_limits, d);
   if (!rc) {
     dcr_checkpoint_info(ck, info);
     cli_progress_state progress = {.what = path};
@@ -198,7 +198,7 @@ int cmd_id(int argc, char **argv) {
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
-  cli_common_init(&common);
+  cli_common_init(&common, "id");
   id_options o = {.kind = DCR_KIND_SAFETENSORS};
   const char *list = NULL;
   int c, stop = 0;

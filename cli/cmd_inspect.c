@@ -234,7 +234,7 @@ static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, 
   dcr_checkpoint *ck;
   dcr_detail d;
   uint8_t id[16];
-  int err = dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, NULL, &d);
+  int err = dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, &cli_limits, &d);
   if (err) {
     if (json) {
       json_t *e = cli_error_json(DCR_E_MAGIC, "structure", bundle_error);
@@ -271,7 +271,7 @@ int cmd_inspect(int argc, char **argv) {
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
-  cli_common_init(&common);
+  cli_common_init(&common, "inspect");
   int json = 0, c, stop = 0;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT, longs, NULL)) != -1) {
     if (cli_common_option(&common, c, usage, &stop)) {

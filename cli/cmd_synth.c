@@ -52,7 +52,7 @@ int cmd_synth(int argc, char **argv) {
                                         {"force", no_argument, NULL, 'f'},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
-  cli_common_init(&common);
+  cli_common_init(&common, "synth");
   dcr_synth_options o;
   dcr_synth_options_default(&o);
   int c, stop = 0, force = 0;

@@ -61,7 +61,7 @@ int cmd_validate(int argc, char **argv) {
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
-  cli_common_init(&common);
+  cli_common_init(&common, "validate");
   const char *base = NULL, *target = NULL;
   int json = 0, c, stop = 0;
   uint64_t v;

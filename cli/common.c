@@ -12,7 +12,11 @@
 
 #include "cli.h"
 
-void cli_common_init(cli_common *c) {
+dcr_limits cli_limits;
+
+void cli_common_init(cli_common *c, const char *command) {
+  dcr_limits_default(&cli_limits);
+  c->command = command;
   c->quiet = 0;
   c->verbose = 0;
   c->progress = isatty(STDERR_FILENO);
@@ -28,6 +32,10 @@ int cli_common_option(cli_common *c, int opt, const char *usage, int *exit_now) 
     case 'q': c->quiet = 1, c->verbose = 0, c->progress = 0; return 1;
     case 'v': c->verbose = 1, c->quiet = 0; return 1;
     case OPT_NO_PROGRESS: c->progress = 0; return 1;
+    case OPT_MEMORY:
+      if (cli_parse_size(optarg, &cli_limits.max_memory) || cli_limits.max_memory < (1u << 20))
+        exit(cli_usage(c->command, "bad --memory '%s' (a size of at least 1M, e.g. 512M)", optarg));
+      return 1;
     default: return 0;
   }
 }

@@ -36,7 +36,7 @@ void cli_explain_mismatch(dcr_reader *r, const char *input_path, int code) {
   dcr_checkpoint *ck = NULL;
   dcr_detail d;
   uint8_t id[16];
-  int err = dcr_checkpoint_open(&ck, input_path, info.kind, NULL, &d);
+  int err = dcr_checkpoint_open(&ck, input_path, info.kind, &cli_limits, &d);
   if (!err) err = dcr_checkpoint_state_id(ck, 0, id, &d);
   dcr_checkpoint_free(ck);
   if (err) {

@@ -219,8 +219,7 @@ static int read_failed(dcr_detail *d, const char *name, int code, const char *wh
  * whole bundle is needed (the footer is at its end), so it is held, up to the
  * memory budget. */
 static int read_stream(int fd, const char *name, void **memory, size_t *size, dcr_detail *d) {
-  dcr_limits lim;
-  dcr_limits_default(&lim);
+  const dcr_limits lim = cli_limits;
   uint64_t cap_limit = lim.max_memory < lim.max_bundle_size ? lim.max_memory : lim.max_bundle_size;
   size_t cap = 1 << 16, n = 0;
   int header_seen = 0;
@@ -236,7 +235,7 @@ static int read_stream(int fd, const char *name, void **memory, size_t *size, dc
     if (!header_seen && n >= 64) {
       /* What the 64-byte header decides (R-HDR-1..5) does not depend on the rest. */
       dcr_reader *probe = NULL;
-      int rc = dcr_reader_open_memory(&probe, buf, 64, NULL, d);
+      int rc = dcr_reader_open_memory(&probe, buf, 64, &cli_limits, d);
       dcr_reader_free(probe);
       if (rc == DCR_E_MAGIC || rc == DCR_E_CHECKSUM || rc == DCR_E_VERSION || rc == DCR_E_RESERVED) {
         snprintf(d->file, sizeof d->file, "%s", name);
@@ -269,7 +268,7 @@ int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_de
   struct stat st;
   int is_stdin = !strcmp(path, "-");
   if (!is_stdin && (stat(path, &st) || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))))
-    return dcr_reader_open_file(reader, path, NULL, d);
+    return dcr_reader_open_file(reader, path, &cli_limits, d);
   const char *name = is_stdin ? "(stdin)" : path;
   int fd = STDIN_FILENO;
   if (!is_stdin) {
@@ -282,7 +281,7 @@ int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_de
   int rc = read_stream(fd, name, memory, &n, d);
   if (!is_stdin) close(fd);
   if (rc) return rc;
-  rc = dcr_reader_open_memory(reader, *memory, n, NULL, d);
+  rc = dcr_reader_open_memory(reader, *memory, n, &cli_limits, d);
   if (rc && !strcmp(d->file, "<memory>")) snprintf(d->file, sizeof d->file, "%s", name);
   return rc;
 }

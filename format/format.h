@@ -63,7 +63,7 @@ DCR_HIDDEN int dcr__zframe_decompress(ZSTD_DCtx *dctx, const uint8_t *frame, siz
 
 /* Decompresses a section stored as one zstd frame (§4.4) into a new buffer. */
 DCR_HIDDEN int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max,
-                                    uint8_t **out, size_t *out_length, dcr_detail *d);
+                                    uint64_t budget, uint8_t **out, size_t *out_length, dcr_detail *d);
 
 /* ---- manifest.c (§6) */
 typedef struct {

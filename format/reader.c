@@ -62,8 +62,8 @@ static int load_payload(walk *w, const dcr__section *s, uint8_t **out, size_t *l
                            &w->scratch, &w->capacity, &p, w->d);
   if (rc) return rc;
   if (s->compression == DCR_COMP_ZSTD)
-    return dcr__section_inflate(p, (size_t)s->length, w->r->lim.max_section_size, out, length,
-                                w->d);
+    return dcr__section_inflate(p, (size_t)s->length, w->r->lim.max_section_size,
+                                w->r->lim.max_memory, out, length, w->d);
   *out = malloc(s->length ? (size_t)s->length : 1);
   if (!*out) return dcr__fail(w->d, DCR_E_NOMEM, "cannot allocate %llu bytes",
                               (unsigned long long)s->length);
@@ -182,8 +182,12 @@ static int handle(walk *w, const dcr__section *s) {
   int rc = DCR_OK;
   switch (s->type) {
     case DCR__SEC_MANI:
-      if (!(rc = load_payload(w, s, &buf, &n)))
-        rc = dcr__manifest_parse(buf, n, &r->lim, &r->man, w->d); /* takes buf */
+      if (!(rc = load_payload(w, s, &buf, &n))) {
+        /* the manifest's own bytes count against the budget of what it parses */
+        dcr_limits lim = r->lim;
+        lim.max_memory = lim.max_memory > n ? lim.max_memory - n : 0;
+        rc = dcr__manifest_parse(buf, n, &lim, &r->man, w->d); /* takes buf */
+      }
       return rc;
     case DCR__SEC_META:
       if (!(rc = load_payload(w, s, &buf, &n))) rc = dcr__meta_parse(buf, n, &r->lim, &r->meta, w->d);

@@ -43,8 +43,8 @@ int dcr__section_header_parse(const uint8_t *p, uint64_t offset, dcr__section *s
   return DCR_OK;
 }
 
-int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max, uint8_t **out,
-                         size_t *out_length, dcr_detail *d) {
+int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max, uint64_t budget,
+                         uint8_t **out, size_t *out_length, dcr_detail *d) {
   *out = NULL;
   uint64_t size;
   size_t frame;
@@ -53,6 +53,13 @@ int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max, uin
   if (rc) return rc;
   if (frame != length)
     return dcr__fail(d, DCR_E_DECOMPRESS, "payload is not exactly one zstd frame");
+  /* Valid frames reach 32768 times their size (R-CMP-5): a 33 KB section may inflate
+   * to 1 GiB. The budget is not a rule of the format but of this reader's memory,
+   * so going over it is DCR_E_NOMEM, before anything is allocated. */
+  if (size > budget)
+    return dcr__fail(d, DCR_E_NOMEM, "the section inflates to %llu bytes, over the memory budget "
+                     "of %llu (dcr_limits.max_memory, dcr --memory)", (unsigned long long)size,
+                     (unsigned long long)budget);
   uint8_t *buf = malloc(size ? (size_t)size : 1);
   ZSTD_DCtx *dctx = ZSTD_createDCtx();
   if (!buf || !dctx) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu bytes", (unsigned long long)size);

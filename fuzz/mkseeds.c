@@ -62,7 +62,7 @@ static void cut(const char *name, const fuzz_buf *b, int for_apply, int for_inde
     if (mode == 2) { /* the inflated manifest too */
       uint8_t *raw;
       size_t len;
-      FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, &raw,
+      FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, UINT64_MAX, &raw,
                                        &len, NULL) == DCR_OK);
       m.n = 0;
       mode = 1;

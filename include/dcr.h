@@ -125,10 +125,12 @@ typedef struct {
   uint64_t max_header_size;
   uint64_t max_file_size;
   uint64_t max_bundle_size;
-  /* Not a format limit but this reader's memory budget: the most memory one open
-   * reader, apply or checkpoint may take, threads included. Work that would need
-   * more fails with DCR_E_NOMEM before it allocates (or runs on fewer threads);
-   * see the README's memory section for what each part costs. */
+  /* Not a format limit but this reader's memory budget (default 1 GiB): a section
+   * that would inflate to more, or a safetensors header whose JSON document would
+   * take more to parse, fails with DCR_E_NOMEM before anything is allocated for it
+   * (not a verdict on the input). A checkpoint of about 900,000 tensors fits the
+   * default; 2^20 tensors, the most max_tensors allows, need 2 GiB. Chunk buffers
+   * (README, "Memory") come on top. */
   uint64_t max_memory;
   uint64_t reserved_[7]; /* zero: see "Growing structs" above */
 } dcr_limits;

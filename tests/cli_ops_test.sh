@@ -220,6 +220,27 @@ t_interrupts() {
 }
 tcase "an interrupted synth exits 130 and leaves nothing" t_interrupts
 
+t_memory_budget() {
+  python3 - <<'PY' || { fail "could not write the header bomb"; return; }
+import struct
+t = ('{"a":[' + ','.join(['{}'] * (13 << 20)) + ']}').encode()
+t += b' ' * ((8 - len(t) % 8) % 8)
+open('bomb.st', 'wb').write(struct.pack('<Q', len(t)) + t)
+PY
+  "$DCR" id bomb.st >o 2>e
+  RC=$?
+  want_rc 3 "a 40 MB header that would parse into 4 GiB"
+  has "DCR_E_NOMEM" e "header bomb"
+  has "memory budget" e "header bomb"
+  run id --memory 64M base.st
+  want_rc 0 "--memory 64M on a small checkpoint"
+  run id --memory x base.st
+  want_rc 2 "bad --memory"
+  has "^dcr id: bad --memory 'x'" e "bad --memory"
+  rm -f bomb.st
+}
+tcase "the memory budget: a header bomb is refused before parsing (exit 3); --memory sets it" t_memory_budget
+
 t_default_threads() {
   command -v taskset >/dev/null || { note "skipped: no taskset"; return; }
   taskset -c 0 "$DCR" encode base.st target.st -o t.dcr -v 2>e >o
