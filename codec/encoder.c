@@ -8,10 +8,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "../format/checkpoint.h"
+#include "../format/atomic.h"
 #include "codec.h"
 
 #define NO_CHUNK UINT32_MAX /* a job that only marks an entry with no chunks */
@@ -349,6 +351,11 @@ static void encoder_free(encoder *e) {
   free(e->index);
 }
 
+/* The options' layout is the ABI ("Growing structs" in dcr.h). */
+_Static_assert(sizeof(void *) != 8 || (sizeof(dcr_encode_options) == 120 &&
+                                       offsetof(dcr_encode_options, reserved_) == 64),
+               "dcr_encode_options changed size");
+
 void dcr_encode_options_default(dcr_encode_options *o) {
   memset(o, 0, sizeof *o);
   o->chunk_size = 4u << 20;
@@ -382,5 +389,42 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   e.stats.target_size = e.ck[1].file_size;
   if (stats) *stats = e.stats;
   encoder_free(&e);
+  return rc;
+}
+
+/* dcr_encode_file's sink: the atomic output's temporary file, front to back. */
+typedef struct {
+  dcr__atomic out;
+  uint64_t at;
+  int error; /* errno of a failed write */
+} file_sink;
+
+static int write_file(void *opaque, const void *data, size_t size) {
+  file_sink *f = opaque;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  if (dcr__pwrite_full(f->out.fd, data, size, f->at, &d)) return f->error = errno ? errno : EIO, -1;
+  f->at += size;
+  return 0;
+}
+
+int dcr_encode_file(const char *base_path, const char *target_path, const char *out_path,
+                    const dcr_encode_options *opt, dcr_encode_stats *stats, dcr_detail *d) {
+  dcr_detail scratch;
+  if (!d) d = &scratch;
+  dcr__detail_init(d);
+  dcr_encode_options defaults;
+  if (!opt) dcr_encode_options_default(&defaults), opt = &defaults;
+  file_sink f = {.at = 0};
+  unsigned flags = (opt->no_replace ? 0 : DCR__ATOMIC_REPLACE) | (opt->no_sync ? 0 : DCR__ATOMIC_SYNC);
+  int rc = dcr__atomic_open(&f.out, out_path, flags, d);
+  if (rc) return rc;
+  rc = dcr_encode(base_path, target_path, opt, write_file, &f, stats, d);
+  if (rc == DCR_E_IO && f.error) { /* the output's fault: say so, and why */
+    snprintf(d->file, sizeof d->file, "%s", out_path);
+    snprintf(d->message, sizeof d->message, "cannot write the bundle: %s", strerror(f.error));
+  }
+  if (!rc) rc = dcr__atomic_commit(&f.out, d);
+  dcr__atomic_abort(&f.out);
   return rc;
 }

@@ -190,7 +190,10 @@ typedef struct {
   dcr_progress_fn progress; /* optional */
   void *progress_opaque;
   const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
-  uint64_t reserved_[8];
+  int no_replace;           /* dcr_encode_file: 1 = never replace a file at out_path */
+  int no_sync;              /* dcr_encode_file: 1 = no fsync (survives a killed process,
+                               not a power loss) */
+  uint64_t reserved_[7];
 } dcr_encode_options;
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);
@@ -219,6 +222,17 @@ typedef struct {
 DCR_API int dcr_encode(const char *base_path, const char *target_path,
                        const dcr_encode_options *options, dcr_write_fn write,
                        void *opaque, dcr_encode_stats *stats, dcr_detail *detail);
+
+/* Encodes base → target into the file out_path, atomically: through a temporary
+ * file in its directory (nameless where the filesystem allows), fsynced and linked
+ * into place with the directory fsynced only when the bundle is whole, so that
+ * out_path holds either what it held or the complete bundle, whatever happens. An
+ * existing out_path is replaced (keeping its mode and owner) unless
+ * options->no_replace, which also keeps a file that appears there meanwhile
+ * (DCR_E_IO). Errors writing name out_path. */
+DCR_API int dcr_encode_file(const char *base_path, const char *target_path, const char *out_path,
+                            const dcr_encode_options *options, dcr_encode_stats *stats,
+                            dcr_detail *detail);
 
 /* ------------------------------------------------------------------------ */
 /* Reading                                                                   */

@@ -277,6 +277,43 @@ static void test_replaced_output_keeps_its_mode(void **state) {
   assert_dir_holds(0);
 }
 
+/* dcr_encode_file: the bundle dcr_encode makes, committed atomically; no_replace
+ * keeps an existing file; replacing keeps its mode. */
+static void test_encode_file_is_atomic(void **state) {
+  (void)state;
+  dcr_encode_options o;
+  dcr_encode_options_default(&o);
+  o.chunk_size = 4096;
+  o.level = 0;
+  o.threads = 1;
+  o.raw = 1;
+  dcr_encode_stats st;
+  assert_int_equal(dcr_encode_file(base_path, target_path, out_path, &o, &st, NULL), DCR_OK);
+  buf got = read_file(out_path);
+  assert_int_equal(got.n, bundle.n);
+  assert_memory_equal(got.p, bundle.p, bundle.n);
+  assert_int_equal(st.bundle_size, bundle.n);
+  free(got.p);
+  write_file(out_path, (const uint8_t *)"keep", 4);
+  assert_int_equal(chmod(out_path, 0600), 0);
+  o.no_replace = 1;
+  dcr_detail d;
+  assert_int_equal(dcr_encode_file(base_path, target_path, out_path, &o, NULL, &d), DCR_E_IO);
+  assert_string_equal(d.file, out_path);
+  assert_int_equal(file_size(out_path), 4);
+  o.no_replace = 0;
+  assert_int_equal(dcr_encode_file(base_path, target_path, out_path, &o, NULL, NULL), DCR_OK);
+  struct stat sb;
+  assert_int_equal(stat(out_path, &sb), 0);
+  assert_int_equal(sb.st_mode & 07777, 0600);
+  assert_int_equal(file_size(out_path), (long)bundle.n);
+  /* an input that does not exist: nothing is left at the output */
+  unlink(out_path);
+  assert_int_not_equal(dcr_encode_file("/nonexistent", target_path, out_path, &o, NULL, NULL), DCR_OK);
+  assert_int_equal(file_size(out_path), -1);
+  assert_dir_holds(0);
+}
+
 static void test_output_name_at_name_max_works(void **state) {
   (void)state;
   char name[NAME_MAX + 1], path[NAME_MAX + 128];
@@ -447,6 +484,7 @@ int main(void) {
       cmocka_unit_test(test_existing_output_fails_at_once_without_replace),
       cmocka_unit_test(test_replaced_output_keeps_its_mode),
       cmocka_unit_test(test_output_name_at_name_max_works),
+      cmocka_unit_test(test_encode_file_is_atomic),
       cmocka_unit_test(test_atomic_output_nameless),
       cmocka_unit_test(test_atomic_output_hidden_name),
       cmocka_unit_test(test_apply_to_sink_gives_the_target),
