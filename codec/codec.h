@@ -161,6 +161,9 @@ DCR_HIDDEN int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t 
 typedef struct dcr__pool dcr__pool;
 typedef void (*dcr__job_fn)(void *ctx, size_t job, unsigned worker);
 DCR_HIDDEN int dcr__pool_create(dcr__pool **pool, unsigned threads);
+/* cpus.c: as many of `threads` as fit `budget` bytes at `per_thread` each, and
+ * at least one (a single thread's buffers are what the work needs at all). */
+DCR_HIDDEN unsigned dcr__threads_within(unsigned threads, uint64_t per_thread, uint64_t budget);
 /* Jobs run at most this many ahead of the one being taken: job j owns slot
  * j % window until it has been taken. */
 DCR_HIDDEN size_t dcr__pool_window(const dcr__pool *pool);

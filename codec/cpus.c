@@ -102,6 +102,11 @@ static unsigned cgroup_cpus(void) {
   return n;
 }
 
+unsigned dcr__threads_within(unsigned threads, uint64_t per_thread, uint64_t budget) {
+  uint64_t fit = per_thread ? budget / per_thread : threads;
+  return fit < 1 ? 1 : fit < threads ? (unsigned)fit : threads;
+}
+
 unsigned dcr_default_threads(void) {
   unsigned n = smaller(online_or_affinity(), cgroup_cpus());
   return n < 1 ? 1 : n > DEFAULT_THREADS_CAP ? DEFAULT_THREADS_CAP : n;

@@ -340,6 +340,11 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
   /* no more threads than jobs: a small bundle starts none */
   unsigned threads = spec->threads ? spec->threads : dcr_default_threads();
   if (threads > p->job_count) threads = p->job_count ? (unsigned)p->job_count : 1;
+  /* Each thread has two slots (the pool's window), each a read buffer, a result
+   * and a decoder of up to a chunk: 1 GiB chunks on 8 threads would take 50 GiB.
+   * Fewer threads, the same result. */
+  threads = dcr__threads_within(threads, 6 * (uint64_t)dcr__max_chunk_bytes(&spec->r->man),
+                                spec->r->lim.max_memory);
   if (dcr__pool_create(&p->pool, threads)) return dcr__fail(d, DCR_E_NOMEM, "no threads");
   return make_slots(p, dcr__pool_window(p->pool), d);
 }

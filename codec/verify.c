@@ -112,6 +112,8 @@ int dcr_reader_verify_all(dcr_reader *r, dcr_problem_fn fn, void *opaque) {
   /* no more threads than chunks: a small bundle starts none */
   unsigned threads = r->threads ? r->threads : dcr_default_threads();
   if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
+  /* two slots per thread, each a decoder and a buffer of up to a chunk */
+  threads = dcr__threads_within(threads, 4 * (uint64_t)r->man.chunk_size, r->lim.max_memory);
   if (dcr__pool_create(&pool, threads) || make_slots(&v, dcr__pool_window(pool))) {
     dcr_detail d;
     dcr__detail_init(&d);

@@ -241,6 +241,28 @@ PY
 }
 tcase "the memory budget: a header bomb is refused before parsing (exit 3); --memory sets it" t_memory_budget
 
+# peak_kib CMD...: runs CMD, prints its peak resident memory in KiB
+peak_kib() {
+  python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if rc == 0 else -1)' "$@"
+}
+
+t_threads_within_budget() {
+  head -c 67108864 /dev/urandom >r1 && cp r1 r2 && printf 'x' | dd of=r2 bs=1 seek=1000 conv=notrunc status=none &&
+    printf 'y' | dd of=r2 bs=1 seek=40000000 conv=notrunc status=none || { fail "setup"; return; }
+  "$DCR" encode --raw r1 r2 -o r.dcr --chunk-size 16M -q || { fail "encode"; return; }
+  local small big
+  small=$(peak_kib "$DCR" apply r1 r.dcr -o r.small --threads 2 --memory 64M)
+  big=$(peak_kib "$DCR" apply r1 r.dcr -o r.big --threads 2 --memory 1G)
+  [ "$small" -gt 0 ] && [ "$big" -gt 0 ] || { fail "an apply failed"; return; }
+  cmp -s r.small r2 && cmp -s r.big r2 || { fail "outputs differ"; return; }
+  # one thread's buffers (16 MiB chunks) against two threads' and their window
+  [ "$small" -lt $((big * 3 / 4)) ] || fail "peak $small KiB under --memory 64M, $big KiB under 1G"
+  rm -f r1 r2 r.dcr r.small r.big
+}
+tcase "threads are reduced to fit the memory budget (same output, less memory)" t_threads_within_budget
+
 t_default_threads() {
   command -v taskset >/dev/null || { note "skipped: no taskset"; return; }
   taskset -c 0 "$DCR" encode base.st target.st -o t.dcr -v 2>e >o
