@@ -91,13 +91,19 @@ int dcr__match_checkpoint(const dcr__manifest *m, const dcr__checkpoint *ck, int
   return DCR_OK;
 }
 
-static int by_target_offset(const void *x, const void *y, void *ctx) {
-  const dcr__entry *e = ctx;
-  uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
-  const dcr__desc *a = &e[i].target, *b = &e[j].target;
+/* A target tensor's place in the file (plain qsort: qsort_r's argument order is
+ * not the same on every system). */
+typedef struct {
+  uint64_t offset, byte_length;
+  uint32_t entry;
+} placed;
+
+static int by_target_offset(const void *x, const void *y) {
+  const placed *a = x, *b = y;
   if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
   if (a->byte_length != b->byte_length) return a->byte_length < b->byte_length ? -1 : 1;
-  return (i > j) - (i < j); /* §10.1: empty tensors at one offset by name, i.e. entry order */
+  return (a->entry > b->entry) - (a->entry < b->entry); /* §10.1: empty tensors at one
+                                                          offset by name: entry order */
 }
 
 /* Every target chunk in file order, each with its CHNK if it has one; entries with
@@ -106,7 +112,7 @@ static int by_target_offset(const void *x, const void *y, void *ctx) {
 static int build_jobs(dcr__pass *p, dcr_detail *d) {
   const dcr_reader *r = p->spec.r;
   const dcr__manifest *m = &r->man;
-  uint32_t *order = malloc((size_t)m->entry_count * sizeof *order + 1);
+  placed *order = malloc((size_t)m->entry_count * sizeof *order + 1);
   uint64_t *first = malloc((size_t)m->entry_count * sizeof *first + 1);
   size_t n = 0, count = 0;
   if (!order || !first) {
@@ -116,21 +122,21 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
   for (uint64_t i = 0; i < m->entry_count; i++) {
     first[i] = DCR__NO_RECORD;
     if (m->entries[i].presence & DCR__HAS_TARGET) {
-      order[n++] = (uint32_t)i;
+      order[n++] = (placed){m->entries[i].target.offset, m->entries[i].target.byte_length, (uint32_t)i};
       uint64_t c = dcr__chunk_count(m->entries[i].target.byte_length, m->chunk_size);
       count += c ? (size_t)c : 1;
     }
   }
   for (uint64_t k = p->spec.as_target && !p->spec.changed_only ? 0 : r->chunk_count; k-- > 0;)
     first[r->chunks[k].tensor] = k;
-  qsort_r(order, n, sizeof *order, by_target_offset, m->entries);
+  qsort(order, n, sizeof *order, by_target_offset);
   p->jobs = malloc(count * sizeof *p->jobs + 1);
   if (!p->jobs) {
     free(order), free(first);
     return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
   }
   for (size_t i = 0; i < n; i++) {
-    uint32_t e = order[i];
+    uint32_t e = order[i].entry;
     uint64_t c = dcr__chunk_count(m->entries[e].target.byte_length, m->chunk_size);
     uint64_t rec = first[e];
     if (!c) p->jobs[p->job_count++] = (dcr__job){e, NO_CHUNK, DCR__NO_RECORD};
