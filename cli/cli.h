@@ -141,6 +141,9 @@ int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_de
  * whole input. Other codes print nothing (explain.c). */
 void cli_explain_mismatch(dcr_reader *r, const char *input_path, int code);
 
+/* Prints each metadata pair as BEFORE key BETWEEN value AFTER, escaped. */
+void cli_put_meta(FILE *f, dcr_reader *r, const char *before, const char *between,
+                  const char *after);
 /* Prints "  LABEL: key=value ..." on stderr, escaped, if the bundle has metadata. */
 void cli_print_meta(dcr_reader *r, const char *label);
 

@@ -76,15 +76,7 @@ static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *i
   cli_hex(info->target_state, 16, hex);
   printf("  target state  %s, %s (%.4f%% carried)\n", hex, cli_bytes(info->target_size, a),
          info->target_size ? 100.0 * (double)info->bundle_size / (double)info->target_size : 0.0);
-  for (uint64_t i = 0; i < info->meta_count; i++) {
-    dcr_meta m;
-    dcr_reader_meta(r, i, &m);
-    fputs("  meta ", stdout);
-    cli_put_escaped(stdout, m.key, strlen(m.key));
-    fputs(" = ", stdout);
-    cli_put_escaped(stdout, m.value, strlen(m.value));
-    putchar('\n');
-  }
+  cli_put_meta(stdout, r, "  meta ", " = ", "\n");
   if (verbose) {
     for (uint64_t i = 0; i < info->section_count; i++) {
       dcr_section_info s;

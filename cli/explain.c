@@ -51,18 +51,26 @@ void cli_explain_mismatch(dcr_reader *r, const char *input_path, int code) {
   if (h) fprintf(stderr, "  hint: %s\n", h);
 }
 
+void cli_put_meta(FILE *f, dcr_reader *r, const char *before, const char *between,
+                  const char *after) {
+  dcr_bundle_info info;
+  dcr_reader_info(r, &info);
+  for (uint64_t i = 0; i < info.meta_count; i++) {
+    dcr_meta m;
+    dcr_reader_meta(r, i, &m);
+    fputs(before, f);
+    cli_put_escaped(f, m.key, strlen(m.key));
+    fputs(between, f);
+    cli_put_escaped(f, m.value, strlen(m.value));
+    fputs(after, f);
+  }
+}
+
 void cli_print_meta(dcr_reader *r, const char *label) {
   dcr_bundle_info info;
   dcr_reader_info(r, &info);
   if (!info.meta_count) return;
   fprintf(stderr, "  %s:", label);
-  for (uint64_t i = 0; i < info.meta_count; i++) {
-    dcr_meta m;
-    dcr_reader_meta(r, i, &m);
-    fputc(' ', stderr);
-    cli_put_escaped(stderr, m.key, strlen(m.key));
-    fputc('=', stderr);
-    cli_put_escaped(stderr, m.value, strlen(m.value));
-  }
+  cli_put_meta(stderr, r, " ", "=", "");
   fputc('\n', stderr);
 }

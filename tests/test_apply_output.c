@@ -75,13 +75,19 @@ static long file_size(const char *path) {
   return stat(path, &st) ? -1 : (long)st.st_size;
 }
 
-static int encode(const char *from, const char *to, buf *out) {
+/* Raw files, 4 KiB chunks, stored, one thread: small and quick bundles. */
+static dcr_encode_options raw_options(void) {
   dcr_encode_options o;
   dcr_encode_options_default(&o);
   o.chunk_size = 4096;
   o.level = 0;
   o.threads = 1;
   o.raw = 1;
+  return o;
+}
+
+static int encode(const char *from, const char *to, buf *out) {
+  dcr_encode_options o = raw_options();
   return dcr_encode(from, to, &o, sink, out, NULL, NULL);
 }
 
@@ -281,12 +287,7 @@ static void test_replaced_output_keeps_its_mode(void **state) {
  * keeps an existing file; replacing keeps its mode. */
 static void test_encode_file_is_atomic(void **state) {
   (void)state;
-  dcr_encode_options o;
-  dcr_encode_options_default(&o);
-  o.chunk_size = 4096;
-  o.level = 0;
-  o.threads = 1;
-  o.raw = 1;
+  dcr_encode_options o = raw_options();
   dcr_encode_stats st;
   assert_int_equal(dcr_encode_file(base_path, target_path, out_path, &o, &st, NULL), DCR_OK);
   buf got = read_file(out_path);
