@@ -90,6 +90,7 @@ int cmd_encode(int argc, char **argv) {
   cli_progress_state progress = {.what = "encoding"};
   if (common.progress) opt.progress = cli_progress, opt.progress_opaque = &progress;
   opt.cancel = &cli_interrupted;
+  opt.max_memory = cli_limits.max_memory;
   dcr_encode_stats st;
   dcr_detail d;
   int err = dcr_encode(argv[optind], argv[optind + 1], &opt, cli_output_write, &o, &st, &d);

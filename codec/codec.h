@@ -164,6 +164,9 @@ DCR_HIDDEN int dcr__pool_create(dcr__pool **pool, unsigned threads);
 /* cpus.c: as many of `threads` as fit `budget` bytes at `per_thread` each, and
  * at least one (a single thread's buffers are what the work needs at all). */
 DCR_HIDDEN unsigned dcr__threads_within(unsigned threads, uint64_t per_thread, uint64_t budget);
+/* cpus.c: one thread when the jobs are too small on average to pay for handing
+ * them to workers, else `threads`. The result never depends on it. */
+DCR_HIDDEN unsigned dcr__threads_for_jobs(unsigned threads, uint64_t jobs, uint64_t bytes);
 /* Jobs run at most this many ahead of the one being taken: job j owns slot
  * j % window until it has been taken. */
 DCR_HIDDEN size_t dcr__pool_window(const dcr__pool *pool);

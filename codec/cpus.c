@@ -107,6 +107,13 @@ unsigned dcr__threads_within(unsigned threads, uint64_t per_thread, uint64_t bud
   return fit < 1 ? 1 : fit < threads ? (unsigned)fit : threads;
 }
 
+unsigned dcr__threads_for_jobs(unsigned threads, uint64_t jobs, uint64_t bytes) {
+  /* A job handed to a worker costs a wake-up or two (~10 us): below ~64 KiB of
+   * work per job, workers cost more than they give (1,048,576 jobs of 2 bytes:
+   * 24 s on 2 threads, 6 s on one). */
+  return jobs && bytes / jobs < ((uint64_t)64 << 10) ? 1 : threads;
+}
+
 unsigned dcr_default_threads(void) {
   unsigned n = smaller(online_or_affinity(), cgroup_cpus());
   return n < 1 ? 1 : n > DEFAULT_THREADS_CAP ? DEFAULT_THREADS_CAP : n;

@@ -50,6 +50,7 @@ typedef struct {
   uint64_t done;    /* bytes taken, for progress */
   dcr__writer w;
   dcr_encode_stats stats;
+  dcr_limits lim; /* the inputs are read with: the defaults, the caller's budget */
 } encoder;
 
 static uint64_t tensor_start(const encoder *e, int side, const dcr__desc *t) {
@@ -255,10 +256,12 @@ static int write_tail(encoder *e, dcr_detail *d) {
 /* §16.1 (R-WRT-2): a writer must not make a bundle that a reader with the default
  * limits rejects. Inputs read under looser limits could lead there (a 5000-byte
  * name, rank 20), so the manifest is read back as such a reader would. */
-static int check_manifest(const uint8_t *buf, size_t n, dcr_detail *d) {
+static int check_manifest(const uint8_t *buf, size_t n, const dcr_limits *inputs,
+                          dcr_detail *d) {
   dcr_limits lim;
   dcr__manifest m;
   dcr_limits_default(&lim);
+  lim.max_memory = inputs->max_memory; /* a budget, not a rule of the format */
   uint8_t *copy = malloc(n ? n : 1);
   if (!copy) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu bytes", n);
   memcpy(copy, buf, n);
@@ -277,7 +280,7 @@ static int write_head(encoder *e, dcr_detail *d) {
   int rc = dcr__writer_header(&e->w, d);
   if (!rc && dcr__manifest_serialize(&e->man, &buf, &n))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot serialize the manifest");
-  if (!rc) rc = check_manifest(buf, n, d);
+  if (!rc) rc = check_manifest(buf, n, &e->lim, d);
   if (!rc) rc = dcr__writer_packed_section(&e->w, DCR__SEC_MANI, buf, n, d);
   free(buf);
   buf = NULL;
@@ -305,14 +308,13 @@ static int check_options(const dcr_encode_options *o, dcr_detail *d) {
 }
 
 static int open_inputs(encoder *e, dcr_detail *d) {
-  dcr_limits lim;
-  dcr_limits_default(&lim);
+  dcr_limits *lim = &e->lim;
   for (int i = 0; i < 2; i++) {
     e->fd[i] = open(e->path[i], O_RDONLY | O_CLOEXEC);
     int rc = e->fd[i] < 0 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno))
                           : dcr__checkpoint_read(e->fd[i], e->opt->raw ? DCR_KIND_RAW
                                                                        : DCR_KIND_SAFETENSORS,
-                                                 &lim, &e->ck[i], d);
+                                                 lim, &e->ck[i], d);
     if (rc) return dcr__detail_file(d, e->path[i]), rc;
   }
   return DCR_OK;
@@ -353,7 +355,7 @@ static void encoder_free(encoder *e) {
 
 /* The options' layout is the ABI ("Growing structs" in dcr.h). */
 _Static_assert(sizeof(void *) != 8 || (sizeof(dcr_encode_options) == 120 &&
-                                       offsetof(dcr_encode_options, reserved_) == 64),
+                                       offsetof(dcr_encode_options, reserved_) == 72),
                "dcr_encode_options changed size");
 
 void dcr_encode_options_default(dcr_encode_options *o) {
@@ -371,6 +373,8 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   if (!opt) dcr_encode_options_default(&defaults), opt = &defaults;
   encoder e = {.opt = opt, .fd = {-1, -1}, .path = {base_path, target_path},
                .w = {.write = write, .opaque = opaque, .level = opt->level}};
+  dcr_limits_default(&e.lim);
+  if (opt->max_memory) e.lim.max_memory = opt->max_memory;
   XXH3_INITSTATE(&e.base_hash);
   XXH3_INITSTATE(&e.target_hash);
   dcr__pool *pool = NULL;
@@ -378,7 +382,14 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   if (!rc) rc = open_inputs(&e, d);
   if (!rc) rc = build_manifest(&e, d);
   if (!rc) rc = build_jobs(&e, d);
-  if (!rc && dcr__pool_create(&pool, opt->threads))
+  unsigned threads = opt->threads ? opt->threads : dcr_default_threads();
+  if (!rc) {
+    /* two slots per thread, each two read buffers and an encoder's of a chunk */
+    threads = dcr__threads_within(threads, 8 * (uint64_t)e.buffer_size, e.lim.max_memory);
+    threads = dcr__threads_for_jobs(threads, e.job_count,
+                                    e.ck[1].file_size - e.ck[1].prefix_length);
+  }
+  if (!rc && dcr__pool_create(&pool, threads))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot start threads");
   if (!rc) rc = make_slots(&e, dcr__pool_window(pool), d);
   if (!rc) rc = write_head(&e, d);

@@ -351,6 +351,7 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
    * Fewer threads, the same result. */
   threads = dcr__threads_within(threads, 6 * (uint64_t)dcr__max_chunk_bytes(&spec->r->man),
                                 spec->r->lim.max_memory);
+  threads = dcr__threads_for_jobs(threads, p->job_count, spec->r->man.data_length);
   if (dcr__pool_create(&p->pool, threads)) return dcr__fail(d, DCR_E_NOMEM, "no threads");
   return make_slots(p, dcr__pool_window(p->pool), d);
 }

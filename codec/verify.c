@@ -114,6 +114,9 @@ int dcr_reader_verify_all(dcr_reader *r, dcr_problem_fn fn, void *opaque) {
   if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
   /* two slots per thread, each a decoder and a buffer of up to a chunk */
   threads = dcr__threads_within(threads, 4 * (uint64_t)r->man.chunk_size, r->lim.max_memory);
+  uint64_t payload = 0;
+  for (uint64_t i = 0; i < r->chunk_count; i++) payload += r->chunks[i].payload_length;
+  threads = dcr__threads_for_jobs(threads, r->chunk_count, 8 * payload); /* ~8x as it decodes */
   if (dcr__pool_create(&pool, threads) || make_slots(&v, dcr__pool_window(pool))) {
     dcr_detail d;
     dcr__detail_init(&d);

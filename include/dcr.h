@@ -193,7 +193,9 @@ typedef struct {
   int no_replace;           /* dcr_encode_file: 1 = never replace a file at out_path */
   int no_sync;              /* dcr_encode_file: 1 = no fsync (survives a killed process,
                                not a power loss) */
-  uint64_t reserved_[7];
+  uint64_t max_memory;      /* memory budget for reading the inputs' headers, as
+                               dcr_limits.max_memory; 0 = its default */
+  uint64_t reserved_[6];
 } dcr_encode_options;
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);
