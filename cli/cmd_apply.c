@@ -32,6 +32,8 @@ static const char usage[] =
     "                       looked at, to recognize a bundle applied twice)\n"
     "      --threads N      worker threads (default: usable CPUs, up to 32)\n"
     "      --no-sync        no fsync: survives a killed process, not a power loss\n"
+    "      --max-size SIZE  refuse a target larger than SIZE (K/M/G/T) before writing:\n"
+    "                       a tiny bundle can declare terabytes of zeros\n"
     "  -f, --force          replace OUT if it exists\n"
     "      --json           print what was done as one JSON document on stdout\n";
 
@@ -44,6 +46,7 @@ typedef struct {
 typedef struct {
   bundle *b;
   int n, verify, sync, quiet, json;
+  uint64_t max_size; /* of the target; 0: no cap */
   unsigned threads;
   cli_progress_state progress;
   cli_common common;
@@ -301,6 +304,7 @@ static int run_copy(job *j, const char *base, const char *out, int force) {
   opt.threads = j->threads;
   opt.sync = j->sync;
   opt.no_replace = !force; /* a file that appeared at OUT meanwhile is kept */
+  opt.max_target_size = j->max_size;
   opt.cancel = &cli_interrupted;
   if (j->common.progress) opt.progress = cli_progress, opt.progress_opaque = &j->progress;
   dcr_detail d;
@@ -339,6 +343,7 @@ int cmd_apply(int argc, char **argv) {
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        {"max-size", required_argument, NULL, OPT_SIZE},
                                         {NULL, 0, NULL, 0}};
   job j = {.verify = 0, .sync = 1, .progress = {.what = "applying"}};
   cli_common_init(&j.common, "apply");
@@ -364,6 +369,10 @@ int cmd_apply(int argc, char **argv) {
         break;
       case OPT_NO_SYNC: j.sync = 0; break;
       case OPT_JSON: j.json = 1; break;
+      case OPT_SIZE:
+        if (cli_parse_size(optarg, &j.max_size) || !j.max_size)
+          return cli_usage("apply", "bad --max-size '%s'", optarg);
+        break;
       default: return cli_bad_option("apply", c, argv);
     }
   }

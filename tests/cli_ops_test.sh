@@ -263,6 +263,16 @@ t_threads_within_budget() {
 }
 tcase "threads are reduced to fit the memory budget (same output, less memory)" t_threads_within_budget
 
+t_max_size() {
+  run apply base.st step.dcr -o capped.st --max-size 1M
+  want_rc 1 "a 2 MiB target under --max-size 1M"
+  has "DCR_E_LIMIT" e "--max-size"
+  [ ! -e capped.st ] || fail "an output was left"
+  run apply base.st step.dcr -o capped.st --max-size 1G
+  want_rc 0 "--max-size 1G"
+}
+tcase "apply --max-size refuses a larger target before writing" t_max_size
+
 t_default_threads() {
   command -v taskset >/dev/null || { note "skipped: no taskset"; return; }
   taskset -c 0 "$DCR" encode base.st target.st -o t.dcr -v 2>e >o
