@@ -11,7 +11,9 @@
 static const char usage[] =
     "Usage: dcr encode BASE TARGET -o BUNDLE [OPTIONS]\n"
     "Write the changes from the BASE checkpoint to the TARGET checkpoint (safetensors,\n"
-    "or any files with --raw) as a DCR bundle. BUNDLE may be - for standard output.\n\n"
+    "or any files with --raw) as a DCR bundle. BASE and TARGET must be regular files\n"
+    "(read at random offsets). BUNDLE may be - (standard output), a FIFO or a device;\n"
+    "one that is an input is refused, even with -f.\n\n"
     "  -o, --output BUNDLE  where to write the bundle (required)\n"
     "      --chunk-size N   chunk size in bytes, a power of two from 4K to 1G\n"
     "                       (K/M/G suffixes; default 4M)\n"
