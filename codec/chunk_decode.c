@@ -7,15 +7,33 @@
 
 #include "codec.h"
 
+/* Positions a decoder holds at once: every one for small chunks, else a sixteenth
+ * of the chunk's bytes as 4-byte positions (a quarter of the chunk). */
+static size_t pos_capacity(size_t chunk_size) {
+  size_t cap = chunk_size / 16;
+  if (cap < ((size_t)1 << 16)) cap = (size_t)1 << 16;
+  return cap < chunk_size ? cap : chunk_size;
+}
+
+static size_t join_bytes(size_t chunk_size) {
+  size_t most = (size_t)DCR__JOIN_BLOCK * 8;
+  return chunk_size < most ? chunk_size : most;
+}
+
+uint64_t dcr__chunk_decoder_bytes(size_t chunk_size) {
+  return (uint64_t)chunk_size + DCR__POSITIONS_BOUND(chunk_size) + join_bytes(chunk_size) +
+         (uint64_t)pos_capacity(chunk_size) * sizeof(uint32_t);
+}
+
 int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size) {
   memset(dd, 0, sizeof *dd);
+  dd->pos_capacity = pos_capacity(chunk_size);
   dd->dctx = ZSTD_createDCtx();
-  dd->pos = malloc(chunk_size * sizeof *dd->pos);
-  /* It also holds a chunk's joined elements (below), so it is never shorter than one. */
-  size_t bound = DCR__POSITIONS_BOUND(chunk_size);
-  dd->pos_stream = malloc(bound > chunk_size ? bound : chunk_size);
+  dd->pos = malloc(dd->pos_capacity * sizeof *dd->pos);
+  dd->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size));
   dd->planes = malloc(chunk_size);
-  if (!dd->dctx || !dd->pos || !dd->pos_stream || !dd->planes) {
+  dd->join = malloc(join_bytes(chunk_size));
+  if (!dd->dctx || !dd->pos || !dd->pos_stream || !dd->planes || !dd->join) {
     dcr__chunk_decoder_free(dd);
     return DCR_E_NOMEM;
   }
@@ -27,7 +45,36 @@ void dcr__chunk_decoder_free(dcr__chunk_decoder *dd) {
   free(dd->pos);
   free(dd->pos_stream);
   free(dd->planes);
+  free(dd->join);
   memset(dd, 0, sizeof *dd);
+}
+
+/* Makes position i (read in order: i is at most pos_end) one that dd->pos holds;
+ * returns where it is there. */
+static inline size_t pos_window(dcr__chunk_decoder *dd, size_t i, size_t count) {
+  if (i >= dd->pos_end) { /* batched only: the next batch */
+    size_t m = count - dd->pos_end < dd->pos_capacity ? count - dd->pos_end : dd->pos_capacity;
+    dcr__positions_take(&dd->cursor, dd->pos, m);
+    dd->pos_first = dd->pos_end;
+    dd->pos_end += m;
+  }
+  return i - dd->pos_first;
+}
+
+/* Position i, for an error message: batched, the stream is read again up to it. */
+static uint32_t position_of(dcr__chunk_decoder *dd, size_t i) {
+  if (i >= dd->pos_first && i < dd->pos_end) return dd->pos[i - dd->pos_first];
+  dcr__positions_cursor c = dd->stream_start;
+  uint32_t p = 0;
+  for (size_t j = 0; j <= i; j++) dcr__positions_take(&c, &p, 1);
+  return p;
+}
+
+/* Back to position 0, for a second pass over the values. */
+static void pos_rewind(dcr__chunk_decoder *dd) {
+  if (!dd->batched || dd->pos_first == 0) return;
+  dd->cursor = dd->stream_start;
+  dd->pos_first = dd->pos_end = 0;
 }
 
 typedef struct {
@@ -68,7 +115,18 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
   size_t length, used;
   int rc = next_stream(dd, in, compression, 0, DCR__POSITIONS_BOUND(n), dd->pos_stream, &s,
                        &length, d);
-  if (rc || (rc = dcr__positions_read(s, length, count, n, dd->pos, &used, d))) return rc;
+  if (rc) return rc;
+  /* More positions than the decoder holds: checked whole now, read in batches as
+   * they are applied (the same rules, in the same order, with the same codes). */
+  dd->batched = count > dd->pos_capacity;
+  if ((rc = dcr__positions_read(s, length, count, n, dd->batched ? NULL : dd->pos, &used, d)))
+    return rc;
+  dd->pos_first = 0;
+  dd->pos_end = dd->batched ? 0 : count;
+  if (dd->batched) {
+    dcr__positions_start(&dd->stream_start, s, used);
+    dd->cursor = dd->stream_start;
+  }
   if (compression == DCR_COMP_NONE) in->p += used, in->left -= used;
   else if (used != length)
     return dcr__fail(d, DCR_E_POSITION, "%zu bytes left after the last position", length - used);
@@ -77,7 +135,7 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
 
 /* Zero XOR or delta values change nothing (R-ENC-2): a vectorizable count first,
  * the element-by-element loop only to say which one. */
-static int check_nonzero(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
+static int check_nonzero(dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
                          unsigned esize, dcr_detail *d) {
   if (dcr__planes_nonzero(planes, count, esize) == count) return DCR_OK;
   for (size_t i = 0; i < count; i++) {
@@ -85,57 +143,68 @@ static int check_nonzero(const dcr__chunk_decoder *dd, const uint8_t *planes, si
     for (unsigned b = 0; b < esize; b++) any |= planes[b * count + i];
     if (!any)
       return dcr__fail(d, DCR_E_ENCODING, "position %zu (element %u) does not change", i,
-                       dd->pos[i]);
+                       position_of(dd, i));
   }
   return DCR_OK;
 }
 
 /* Applies values first..last-1 of a sparse chunk's `count` to chunk's bytes (XOR
- * and delta values already checked). An overwrite with the bits already there
- * changes nothing (R-ENC-3). */
-static int apply_range(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
+ * and delta values already checked), reading positions in order. An overwrite
+ * with the bits already there changes nothing (R-ENC-3). */
+static int apply_range(dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
                        size_t first, size_t last, unsigned esize, int op, uint8_t *chunk,
                        dcr_detail *d) {
-  if (op != DCR__OP_OVERWRITE) {
-    dcr__scatter(chunk, dd->pos, planes, count, first, last, esize, op);
-    return DCR_OK;
-  }
-  for (size_t i = first; i < last; i++) {
-    uint8_t *e = chunk + (size_t)dd->pos[i] * esize, v[8], same = 1;
-    for (unsigned b = 0; b < esize; b++) {
-      v[b] = planes[b * count + i];
-      same &= e[b] == v[b];
+  while (first < last) {
+    size_t at = pos_window(dd, first, count);
+    size_t stop = last < dd->pos_end ? last : dd->pos_end;
+    const uint32_t *pos = dd->pos + at;
+    if (op != DCR__OP_OVERWRITE) {
+      dcr__scatter(chunk, pos, planes, count, first, stop, esize, op);
+    } else {
+      for (size_t i = first; i < stop; i++) {
+        uint8_t *e = chunk + (size_t)pos[i - first] * esize, v[8], same = 1;
+        for (unsigned b = 0; b < esize; b++) {
+          v[b] = planes[b * count + i];
+          same &= e[b] == v[b];
+        }
+        if (same)
+          return dcr__fail(d, DCR_E_ENCODING, "position %zu (element %u) does not change", i,
+                           pos[i - first]);
+        memcpy(e, v, esize);
+      }
     }
-    if (same)
-      return dcr__fail(d, DCR_E_ENCODING, "position %zu (element %u) does not change", i,
-                       dd->pos[i]);
-    memcpy(e, v, esize);
+    first = stop;
   }
   return DCR_OK;
 }
 
-static int apply_sparse(const dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
+static int apply_sparse(dcr__chunk_decoder *dd, const uint8_t *planes, size_t count,
                         unsigned esize, int op, uint8_t *chunk, dcr_detail *d) {
+  pos_rewind(dd);
   int rc = op == DCR__OP_OVERWRITE ? DCR_OK : check_nonzero(dd, planes, count, esize, d);
   if (rc || !chunk) return rc;
   return apply_range(dd, planes, count, 0, count, esize, op, chunk, d);
 }
 
-int dcr__apply_sparse_pieces(const dcr__chunk_decoder *dd, const dcr__chunk *c,
+int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
                              const uint8_t *planes, unsigned esize, size_t n,
                              const uint8_t *from, uint8_t *out, uint8_t *input_digests,
                              uint8_t *out_digests, dcr_detail *d) {
   size_t count = c->count, bytes = n * esize, k = 0, piece = 0;
   int op = dcr__enc_op(c->encoding);
+  pos_rewind(dd);
   int rc = op == DCR__OP_OVERWRITE ? DCR_OK : check_nonzero(dd, planes, count, esize, d);
   for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
     size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE, end = (at + length) / esize;
     dcr__pieces(from + at, length, input_digests + 16 * piece);
     memcpy(out + at, from + at, length);
-    size_t next = k;
-    while (next < count && dd->pos[next] < end) next++;
-    if (!rc) rc = apply_range(dd, planes, count, k, next, esize, op, out, d);
-    k = next;
+    while (k < count) { /* the positions in this piece, a batch at a time */
+      size_t w = pos_window(dd, k, count), next = k;
+      while (next < dd->pos_end && dd->pos[w + (next - k)] < end) next++;
+      if (!rc && next > k) rc = apply_range(dd, planes, count, k, next, esize, op, out, d);
+      k = next;
+      if (k < dd->pos_end) break;
+    }
     dcr__pieces(out + at, length, out_digests + 16 * piece);
   }
   return rc;
@@ -165,21 +234,45 @@ int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_
   return DCR_OK;
 }
 
+static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *planes,
+                         unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d);
+
 int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,
                       size_t length, unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
   const uint8_t *planes;
   int rc = dcr__chunk_streams(dd, c, data, length, esize, n, &planes, d);
-  return rc ? rc : dcr__apply_streams(dd, c, planes, esize, n, chunk, d);
+  return rc ? rc : apply_streams(dd, c, planes, esize, n, chunk, d);
 }
 
 int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *planes,
                        unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
+  int rc = apply_streams(dd, c, planes, esize, n, chunk, d);
+  if (rc || chunk || !dcr__enc_sparse(c->encoding) || !dd->batched) return rc;
+  /* Checked, not applied: the caller takes the positions from dd->pos (dcr_changes
+   * hands them out), so every one is read into it, grown to hold them. */
+  size_t count = c->count;
+  if (count > dd->pos_capacity) {
+    uint32_t *grown = realloc(dd->pos, count * sizeof *dd->pos);
+    if (!grown) return dcr__fail(d, DCR_E_NOMEM, "cannot hold %zu positions", count);
+    dd->pos = grown;
+    dd->pos_capacity = count;
+  }
+  dd->cursor = dd->stream_start;
+  dcr__positions_take(&dd->cursor, dd->pos, count);
+  dd->pos_first = 0;
+  dd->pos_end = count;
+  dd->batched = 0;
+  return DCR_OK;
+}
+
+static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *planes,
+                         unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
   int op = dcr__enc_op(c->encoding);
   size_t k = dcr__enc_sparse(c->encoding) ? c->count : n;
   if (dcr__enc_sparse(c->encoding)) return apply_sparse(dd, planes, k, esize, op, chunk, d);
-  /* The spare position buffer holds joined elements, so that a chunk is untouched
-   * when a check fails. */
-  uint8_t *joined = dd->pos_stream;
+  /* Joined a block at a time (dd->join), so that a chunk is untouched when a check
+   * fails and no buffer of a whole chunk's joined elements is needed. */
+  uint8_t *joined = dd->join;
   if (op != DCR__OP_OVERWRITE) {
     size_t changed = dcr__planes_nonzero(planes, n, esize);
     if (changed != c->count)
@@ -189,18 +282,29 @@ int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_
     if (op == DCR__OP_XOR) {
       dcr__planes_xor_into(chunk, planes, n, esize);
     } else {
-      dcr__planes_join(joined, planes, n, esize);
-      for (size_t i = 0; i < n; i++) dcr__delta_apply(chunk + i * esize, joined + i * esize, esize);
+      for (size_t first = 0; first < n; first += DCR__JOIN_BLOCK) {
+        size_t m = n - first < DCR__JOIN_BLOCK ? n - first : DCR__JOIN_BLOCK;
+        dcr__planes_join_part(joined, planes + first, n, m, esize);
+        uint8_t *e = chunk + first * esize;
+        for (size_t i = 0; i < m; i++) dcr__delta_apply(e + i * esize, joined + i * esize, esize);
+      }
     }
     return DCR_OK;
   }
   /* Overwrite: the count can only be checked against the bytes it replaces. */
   if (!chunk) return DCR_OK;
-  dcr__planes_join(joined, planes, n, esize);
-  size_t changed = dcr__count_changed(chunk, joined, n, esize);
+  size_t changed = 0;
+  for (size_t first = 0; first < n; first += DCR__JOIN_BLOCK) {
+    size_t m = n - first < DCR__JOIN_BLOCK ? n - first : DCR__JOIN_BLOCK;
+    dcr__planes_join_part(joined, planes + first, n, m, esize);
+    changed += dcr__count_changed(chunk + first * esize, joined, m, esize);
+  }
   if (changed != c->count)
     return dcr__fail(d, DCR_E_ENCODING, "overwrite changes %zu elements; count says %u",
                      changed, c->count);
-  memcpy(chunk, joined, n * esize);
+  for (size_t first = 0; first < n; first += DCR__JOIN_BLOCK) {
+    size_t m = n - first < DCR__JOIN_BLOCK ? n - first : DCR__JOIN_BLOCK;
+    dcr__planes_join_part(chunk + first * esize, planes + first, n, m, esize);
+  }
   return DCR_OK;
 }

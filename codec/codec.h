@@ -27,6 +27,8 @@ DCR_HIDDEN void dcr__planes_xor_into(uint8_t *elems, const uint8_t *planes, size
 DCR_HIDDEN void dcr__planes_join(uint8_t *elems, const uint8_t *planes, size_t count,
                                  unsigned esize);
 /* Number of elements of the planes that are not all-zero bytes. */
+DCR_HIDDEN void dcr__planes_join_part(uint8_t *elems, const uint8_t *planes, size_t stride,
+                                      size_t count, unsigned esize);
 DCR_HIDDEN size_t dcr__planes_nonzero(const uint8_t *planes, size_t count, unsigned esize);
 
 /* ---- delta.c: ULP deltas (§9.1) */
@@ -42,7 +44,7 @@ DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize
 
 /* ---- scatter.c: sparse values applied at their positions, the hot loop of a
  * patch in memory: values first..last-1 of `count`, laid out in planes as §9.1
- * says; op is DCR__OP_XOR or DCR__OP_DELTA. */
+ * says, at positions pos[0..last-first-1]; op is DCR__OP_XOR or DCR__OP_DELTA. */
 DCR_HIDDEN void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t *planes,
                              size_t count, size_t first, size_t last, unsigned esize, int op);
 
@@ -58,6 +60,15 @@ DCR_HIDDEN size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t
  * consumed, up to the byte boundary after the last. Fails with DCR_E_POSITION. */
 DCR_HIDDEN int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
                                    uint32_t *pos, size_t *used, dcr_detail *d);
+/* Reads again, in batches, a stream that dcr__positions_read accepted (pos NULL:
+ * checked without storing); the caller takes no more than its count. */
+typedef struct {
+  const uint8_t *p, *end;
+  uint64_t acc, next;
+  unsigned have, k;
+} dcr__positions_cursor;
+DCR_HIDDEN void dcr__positions_start(dcr__positions_cursor *c, const uint8_t *in, size_t length);
+DCR_HIDDEN void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, size_t count);
 
 /* ---- detect.c: change detection, on bits (§3) */
 /* Writes the indices of the elements that differ to pos (room for n) and returns
@@ -102,11 +113,30 @@ DCR_HIDDEN int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base,
 /* ---- chunk_decode.c: decoding and applying one chunk (§9, §10) */
 typedef struct {
   ZSTD_DCtx *dctx;
-  uint32_t *pos;
+  uint32_t *pos;               /* positions [pos_first, pos_end) of the chunk's count */
   uint8_t *pos_stream, *planes;
+  uint8_t *join;               /* DCR__JOIN_BLOCK joined elements */
+  /* Memory (issue 18): pos holds pos_capacity positions. A chunk with more (a
+   * sparse chunk whose count is near n) is checked whole, then read again in
+   * batches through `cursor`, so that a decoder takes about 1.3 times the chunk
+   * size, never 5 (4-byte positions for each of 2^30 U8 elements). */
+  size_t pos_capacity, pos_first, pos_end;
+  int batched;
+  dcr__positions_cursor cursor, stream_start;
 } dcr__chunk_decoder;
 
+#define DCR__JOIN_BLOCK 65536u /* dense values are joined this many elements at a time */
+/* A decoder for chunks of up to chunk_size bytes. It holds at most
+ * max(chunk_size / 16, 65536) positions and reads a sparse chunk with more in
+ * batches (checked whole first), so that it never touches more than
+ * dcr__chunk_decoder_bytes(chunk_size): a sparse 1 GiB U8 chunk whose count is n
+ * took 5 GiB as 4-byte positions. dd->pos holds every position of a chunk only
+ * after dcr__apply_streams with chunk NULL (see there). */
 DCR_HIDDEN int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size);
+/* Bytes a bounded decoder for chunk_size-byte chunks touches at most: its planes,
+ * its position stream, its positions and a block of joined values (1.375 ·
+ * chunk_size + 512 KiB for large chunks; a unit of a memory budget). */
+DCR_HIDDEN uint64_t dcr__chunk_decoder_bytes(size_t chunk_size);
 DCR_HIDDEN void dcr__chunk_decoder_free(dcr__chunk_decoder *dd);
 /* Decodes the streams of `data` (the encoded data after the chunk record) for a
  * chunk of n elements: positions into dd->pos (sparse encodings), and the value
@@ -116,7 +146,9 @@ DCR_HIDDEN int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
                                   const uint8_t *data, size_t length, unsigned esize, size_t n,
                                   const uint8_t **planes, dcr_detail *d);
 /* The values' rules of §9 for streams decoded by dcr__chunk_streams and, if
- * `chunk` is not NULL, applies them to chunk's bytes in place. */
+ * `chunk` is not NULL, applies them to chunk's bytes in place. With chunk NULL it
+ * leaves every position of a sparse chunk in dd->pos[0..count-1] (for dcr_changes;
+ * up to 4 bytes per element); dcr__decode_chunk with chunk NULL checks only. */
 DCR_HIDDEN int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
                                   const uint8_t *planes, unsigned esize, size_t n,
                                   uint8_t *chunk, dcr_detail *d);
@@ -125,7 +157,7 @@ DCR_HIDDEN int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
  * and writes the digests (§7) of the piece before and after, all while it is in
  * cache. Returns the first rule the values break (R-ENC-2, R-ENC-3); every digest
  * of the input is written even then. */
-DCR_HIDDEN int dcr__apply_sparse_pieces(const dcr__chunk_decoder *dd, const dcr__chunk *c,
+DCR_HIDDEN int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
                                         const uint8_t *planes, unsigned esize, size_t n,
                                         const uint8_t *input, uint8_t *out,
                                         uint8_t *input_digests, uint8_t *out_digests,

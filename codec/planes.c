@@ -39,6 +39,19 @@ void dcr__planes_join(uint8_t *elems, const uint8_t *planes, size_t count, unsig
   }
 }
 
+/* Elements first..first+count-1 of planes of `stride` elements (planes points at
+ * element `first` of plane 0): a piece of a join, so that no caller needs room for
+ * a whole chunk's joined elements. */
+void dcr__planes_join_part(uint8_t *elems, const uint8_t *planes, size_t stride, size_t count,
+                           unsigned esize) {
+  switch (esize) {
+    PLANE_LOOP(1, elems[i] = planes[i])
+    PLANE_LOOP(2, elems[2 * i + b] = planes[b * stride + i])
+    PLANE_LOOP(4, elems[4 * i + b] = planes[b * stride + i])
+    PLANE_LOOP(8, elems[8 * i + b] = planes[b * stride + i])
+  }
+}
+
 #define NONZERO(E)                                                        \
   case E:                                                                 \
     for (size_t i = 0; i < count; i++) {                                  \

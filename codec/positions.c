@@ -133,7 +133,7 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
     above += gap >> (k + 1);
     if (p >= n)
       return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
-    pos[i] = (uint32_t)p;
+    if (pos) pos[i] = (uint32_t)p; /* NULL: checked only, read again by a cursor */
     next = p + 1;
   }
   /* Whole bytes loaded ahead are given back; the rest of the last byte is padding. */
@@ -147,4 +147,42 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
                      "bits", k);
   *used = (size_t)(b.p - in) - b.have / 8;
   return DCR_OK;
+}
+
+/* A second reading of a stream that dcr__positions_read has accepted: no checks,
+ * the positions in batches, so that a chunk whose count is near n needs no array
+ * of n positions (4 bytes each: 4 GiB for a sparse 1 GiB U8 chunk). */
+void dcr__positions_start(dcr__positions_cursor *c, const uint8_t *in, size_t length) {
+  c->p = in + 1;
+  c->end = in + length;
+  c->acc = 0;
+  c->have = 0;
+  c->k = in[0];
+  c->next = 0;
+}
+
+void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, size_t count) {
+  bit_reader b = {c->p, c->end, c->acc, c->have};
+  uint64_t next = c->next, low_mask = ((uint64_t)1 << c->k) - 1;
+  unsigned k = c->k;
+  for (size_t i = 0; i < count; i++) {
+    uint64_t q = 0;
+    for (;;) {
+      if (!b.have) refill(&b);
+      unsigned ones = (unsigned)__builtin_ctzll(~b.acc | (uint64_t)1 << b.have);
+      if (ones < b.have) {
+        q += ones;
+        consume(&b, ones + 1);
+        break;
+      }
+      q += b.have;
+      consume(&b, b.have);
+    }
+    if (b.have < k) refill(&b);
+    uint64_t p = next + (q << k) + (b.acc & low_mask);
+    consume(&b, k);
+    out[i] = (uint32_t)p;
+    next = p + 1;
+  }
+  c->p = b.p, c->acc = b.acc, c->have = b.have, c->next = next;
 }

@@ -15,9 +15,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dcr needs a little-en
 #define SCATTER(T)                                                               \
   for (size_t i = first; i < last; i++) {                                        \
     T v = 0, e;                                                                  \
-    if (i + AHEAD < last) __builtin_prefetch(chunk + (size_t)pos[i + AHEAD] * sizeof(T), 1); \
+    if (i + AHEAD < last)                                                        \
+      __builtin_prefetch(chunk + (size_t)pos[i + AHEAD - first] * sizeof(T), 1); \
     for (unsigned b = 0; b < sizeof(T); b++) v |= (T)((T)planes[b * count + i] << (8 * b)); \
-    uint8_t *p = chunk + (size_t)pos[i] * sizeof(T);                             \
+    uint8_t *p = chunk + (size_t)pos[i - first] * sizeof(T);                     \
     memcpy(&e, p, sizeof(T));                                                    \
     e = op == DCR__OP_XOR ? (T)(e ^ v)                                           \
                           : DCR__KEY(T, (T)(DCR__KEY(T, e) + DCR__UNZIGZAG(T, v))); \

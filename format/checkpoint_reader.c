@@ -18,8 +18,7 @@ int dcr_checkpoint_open(dcr_checkpoint **out, const char *path, int kind,
   dcr__detail_init(d);
   *out = NULL;
   dcr_limits lim;
-  if (limits) lim = *limits;
-  else dcr_limits_default(&lim);
+  dcr__limits_take(&lim, limits);
   dcr_checkpoint *c = calloc(1, sizeof *c);
   if (!c) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a checkpoint reader");
   snprintf(c->path, sizeof c->path, "%s", path);

@@ -56,6 +56,10 @@ static inline int dcr__mul_overflow(uint64_t a, uint64_t b, uint64_t *r) {
 
 static inline uint64_t dcr__align64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
 
+/* limits.c: the limits a reader works with: the caller's (the defaults if NULL),
+ * a max_memory of 0 being the default budget. */
+DCR_HIDDEN void dcr__limits_take(dcr_limits *out, const dcr_limits *given);
+
 /* Error details. dcr__fail fills `d` (if not NULL) and returns `code`, so that
  * `return dcr__fail(d, DCR_E_X, "fmt", ...)` reports and fails in one line. Fields
  * already set by a caller (file, section, tensor...) are kept. */

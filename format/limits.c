@@ -3,6 +3,16 @@
  */
 #include "common.h"
 
+void dcr__limits_take(dcr_limits *out, const dcr_limits *given) {
+  dcr_limits_default(out);
+  if (!given) return;
+  uint64_t budget = out->max_memory;
+  *out = *given;
+  /* a caller that fills the struct by hand, from before the budget existed, gets
+   * the default budget rather than none ("Growing structs" in dcr.h) */
+  if (!out->max_memory) out->max_memory = budget;
+}
+
 void dcr_limits_default(dcr_limits *l) {
   l->max_tensors = 1u << 20;
   l->max_name_length = 4096;

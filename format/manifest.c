@@ -256,6 +256,15 @@ int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,
   cursor c = {payload, length, d};
   int rc = parse_fixed(&c, lim, m);
   if (rc) goto fail;
+  /* What the entries take in memory (up to 8 times their bytes), against the budget
+   * before it is allocated: DCR_E_NOMEM, not a verdict. */
+  uint64_t need = (m->entry_count + 1) * sizeof *m->entries + (c.left / 8 + 1) * sizeof *m->dims_pool;
+  if (need > lim->max_memory) {
+    rc = dcr__fail(d, DCR_E_NOMEM, "the manifest's %llu entries need %llu MiB, over the memory "
+                   "budget (dcr_limits.max_memory, dcr --memory)",
+                   (unsigned long long)m->entry_count, (unsigned long long)(need >> 20));
+    goto fail;
+  }
   m->entries = calloc(m->entry_count ? m->entry_count : 1, sizeof *m->entries);
   m->dims_pool = malloc((c.left / 8 + 1) * sizeof *m->dims_pool);
   if (!m->entries || !m->dims_pool) {

@@ -271,8 +271,7 @@ static int walk_sections(walk *w) {
 }
 
 static int open_source(dcr_reader *r, const dcr_limits *lim, dcr_detail *d) {
-  if (lim) r->lim = *lim;
-  else dcr_limits_default(&r->lim);
+  dcr__limits_take(&r->lim, lim);
   if (r->src.size > r->lim.max_bundle_size)
     return dcr__fail(d, DCR_E_LIMIT, "bundle of %llu bytes exceeds the limit %llu",
                      (unsigned long long)r->src.size, (unsigned long long)r->lim.max_bundle_size);

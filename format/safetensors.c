@@ -91,8 +91,12 @@ static int json_failure(const uint8_t *text, size_t n, const json_error_t *e, dc
   size_t pos = e->position >= 0 && (size_t)e->position <= n ? (size_t)e->position : n;
   json_spot sp;
 
-  if (code == json_error_out_of_memory)
-    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate memory for the safetensors header");
+  /* jansson leaves the error as it began (no text) where an allocation fails before
+   * it sets one (its lexer's buffer, a new object or array): that is no verdict on
+   * the text either (issue 18: it was reported as "header is not valid JSON"). */
+  if (code == json_error_out_of_memory || !e->text[0])
+    return dcr__fail(d, DCR_E_NOMEM, "out of memory while parsing the safetensors header (the "
+                     "memory budget is dcr_limits.max_memory, dcr --memory)");
   json_locate(text, pos, &sp);
   dcr__detail_at(d, NULL, 8 + (uint64_t)pos);
   /* Raw bytes that are not UTF-8 make a name not UTF-8 (rule 5) before they make
@@ -386,18 +390,26 @@ static int parse_root(json_t *root, const dcr_limits *lim,
  * ~40. A 10 MB header of "[{},{},...]" took 750 MB and a 99 MB one 7 GiB. */
 enum { COST_OBJECT = 240, COST_ARRAY = 96, COST_MEMBER = 64, COST_VALUE = 48 };
 
-/* Refuses, before parsing, a header whose document would not fit the memory
- * budget (DCR_E_NOMEM: not a verdict on the header), and one whose root is not an
- * object (DCR_E_CHECKPOINT: every error inside such a text has that code too, so
- * parsing it could not end otherwise). One pass, nothing allocated. */
-static int check_cost(const char *text, size_t n, const dcr_limits *lim, dcr_detail *d) {
+/* What parsing `text` would cost, by one pass that allocates nothing: as a whole
+ * document (*dom), and member by member (*members: the tensors, names and shapes
+ * kept, with one tensor's document at a time). A root that is not an object is
+ * refused at once (DCR_E_CHECKPOINT: every error inside such a text has that code
+ * too, so parsing it could not end otherwise). *depth is the deepest nesting. */
+static int estimate(const char *text, size_t n, uint64_t *dom, uint64_t *members,
+                    size_t *depth, dcr_detail *d) {
   size_t i = 0;
   while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
   if (i < n && text[i] != '{') {
     dcr__detail_at(d, NULL, 8 + (uint64_t)i);
     return dcr__fail(d, DCR_E_CHECKPOINT, "header is not a JSON object");
   }
-  uint64_t objects = 0, arrays = 0, members = 0, values = 1, string_bytes = 0;
+  uint64_t objects = 0, arrays = 0, colons = 0, values = 1, string_bytes = 0;
+  uint64_t root_members = 0, largest = 0, member_start = 0; /* DOM cost of one root member */
+  size_t level = 0;
+  *depth = 0;
+#define DOM_COST()                                                                         \
+  (COST_OBJECT * objects + COST_ARRAY * arrays + COST_MEMBER * colons +                      \
+   COST_VALUE * (values + objects + arrays) + 2 * string_bytes)
   for (int in_string = 0; i < n; i++) {
     char c = text[i];
     if (in_string) {
@@ -408,17 +420,320 @@ static int check_cost(const char *text, size_t n, const dcr_limits *lim, dcr_det
     }
     objects += c == '{';
     arrays += c == '[';
-    members += c == ':';
+    colons += c == ':';
     values += c == ',';
     in_string = c == '"';
+    if (level == 1 && (c == ':' || c == ',' || c == '}')) { /* a root member's edge */
+      uint64_t cost = DOM_COST();
+      if (c != ':' && cost - member_start > largest) largest = cost - member_start;
+      if (c == ':') root_members++, member_start = cost;
+    }
+    if (c == '{' || c == '[') {
+      if (++level > *depth) *depth = level;
+    } else if ((c == '}' || c == ']') && level) {
+      level--;
+    }
   }
-  uint64_t cost = COST_OBJECT * objects + COST_ARRAY * arrays + COST_MEMBER * members +
-                  COST_VALUE * (values + objects + arrays) + 2 * string_bytes;
-  if (cost <= lim->max_memory) return DCR_OK;
+  *dom = DOM_COST();
+#undef DOM_COST
+  /* Member by member: per tensor its struct and a name's allocation; the names'
+   * and shapes' bytes; and the largest member's own document, parsed alone. */
+  *members = (sizeof(dcr__tensor) + 64) * root_members + 2 * string_bytes + 8 * values +
+             largest + (64u << 10);
+  return DCR_OK;
+}
+
+static int over_budget(size_t n, uint64_t cost, const dcr_limits *lim, dcr_detail *d) {
   return dcr__fail(d, DCR_E_NOMEM, "parsing this %zu-byte header would take about %llu MiB, over "
                    "the memory budget of %llu MiB (dcr_limits.max_memory, dcr --memory)", n,
                    (unsigned long long)(cost >> 20), (unsigned long long)(lim->max_memory >> 20));
 }
+
+/* ---- member by member ---------------------------------------------------- */
+
+/* A header whose document would be large is read one root member at a time: each
+ * key and each value is parsed by jansson on its own, so that only one tensor's
+ * document exists at once (a 1,048,576-tensor header took 1.3 GiB as a whole
+ * document). The members are read twice: first every key and value for the JSON
+ * alone, in text order, so that the first JSON error found is the one a whole
+ * parse finds first; then the rules of §2.1 in parse_root's order. */
+
+#define MEMBER_DEPTH 64 /* deeper texts are parsed whole (a tensor needs depth 3) */
+
+typedef struct {
+  const char *text;
+  size_t n, at;
+  size_t key, key_end, value, value_end; /* the current member's slices */
+  int key_only; /* the text broke after this member's key: the key is judged first */
+} member_scan;
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static size_t skip_ws(const member_scan *m, size_t i) {
+  while (i < m->n && is_ws(m->text[i])) i++;
+  return i;
+}
+
+/* The end of the string that starts at i (a quote), or n. */
+static size_t string_end(const member_scan *m, size_t i) {
+  for (i++; i < m->n; i++) {
+    if (m->text[i] == '\\') i++;
+    else if (m->text[i] == '"') return i + 1;
+  }
+  return m->n;
+}
+
+/* The end of the value that starts at i, by brackets and strings alone: jansson
+ * judges the slice. */
+static size_t value_end(const member_scan *m, size_t i) {
+  char c = i < m->n ? m->text[i] : 0;
+  if (c == '"') return string_end(m, i);
+  if (c != '{' && c != '[') {
+    while (i < m->n && !is_ws(m->text[i]) && m->text[i] != ',' && m->text[i] != '}' &&
+           m->text[i] != ']')
+      i++;
+    return i;
+  }
+  size_t level = 0;
+  for (; i < m->n; i++) {
+    c = m->text[i];
+    if (c == '"') i = string_end(m, i) - 1;
+    else if (c == '{' || c == '[') level++;
+    else if ((c == '}' || c == ']') && --level == 0) return i + 1;
+  }
+  return m->n;
+}
+
+/* 1: a member's slices are set; 0: the object ended as JSON allows; -1: the text is
+ * not JSON at m->at (its error is found by a whole parse of the text up to there). */
+static int next_member(member_scan *m, int first) {
+  size_t i = skip_ws(m, m->at);
+  if (first) {
+    i = skip_ws(m, i + 1); /* past the '{' estimate() saw */
+    if (i < m->n && m->text[i] == '}') {
+      m->at = skip_ws(m, i + 1);
+      return m->at == m->n ? 0 : -1;
+    }
+  } else {
+    if (i < m->n && m->text[i] == '}') {
+      m->at = skip_ws(m, i + 1);
+      return m->at == m->n ? 0 : -1;
+    }
+    if (i >= m->n || m->text[i] != ',') return m->at = i, -1;
+    i = skip_ws(m, i + 1);
+  }
+  if (i >= m->n || m->text[i] != '"') return m->at = i, -1;
+  m->key = i;
+  m->key_end = string_end(m, i);
+  i = skip_ws(m, m->key_end);
+  if (i >= m->n || m->text[i] != ':') return m->at = i, m->key_only = 1, -1;
+  m->value = skip_ws(m, i + 1);
+  m->value_end = value_end(m, m->value);
+  m->at = m->value_end;
+  return 1;
+}
+
+/* A slice parsed alone; its error, if any, at its place in the whole text. */
+static json_t *load_slice(const member_scan *m, size_t start, size_t end, json_error_t *e) {
+  json_t *j = json_loadb(m->text + start, end - start, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, e);
+  if (!j && e->position >= 0) {
+    size_t pos = start + (size_t)e->position;
+    int line = 1, column = 0;
+    for (size_t i = 0; i < pos && i < m->n; i++) {
+      if (m->text[i] == '\n') line++, column = 0;
+      else column++;
+    }
+    e->position = (int)(pos < INT_MAX ? pos : INT_MAX);
+    e->line = line;
+    e->column = column;
+  }
+  return j;
+}
+
+typedef struct {
+  size_t text_start; /* of the key, in the text */
+  size_t name;       /* in the name arena; then a pointer, for sorting */
+  const char *p;
+  size_t length;
+} seen_name;
+
+static int by_seen(const void *a, const void *b) {
+  const seen_name *x = a, *y = b;
+  int c = dcr__name_cmp(x->p, x->length, y->p, y->length);
+  return c ? c : x->text_start < y->text_start ? -1 : x->text_start > y->text_start;
+}
+
+typedef struct {
+  seen_name *names;
+  size_t count, capacity;
+  char *arena;
+  size_t used, room;
+} name_set;
+
+static int remember(name_set *s, const char *name, size_t length, size_t at) {
+  if (s->count == s->capacity) {
+    size_t c = s->capacity ? 2 * s->capacity : 1024;
+    seen_name *p = realloc(s->names, c * sizeof *p);
+    if (!p) return DCR_E_NOMEM;
+    s->names = p, s->capacity = c;
+  }
+  if (!s->arena || s->used + length > s->room) { /* never NULL, even for empty names */
+    size_t r = s->room ? 2 * s->room : 1u << 16;
+    while (r < s->used + length) r *= 2;
+    char *p = realloc(s->arena, r);
+    if (!p) return DCR_E_NOMEM;
+    s->arena = p, s->room = r;
+  }
+  memcpy(s->arena + s->used, name, length);
+  s->names[s->count++] = (seen_name){at, s->used, NULL, length};
+  s->used += length;
+  return DCR_OK;
+}
+
+/* The key that a whole parse would call a duplicate first (the earliest second
+ * use of a name), at or before `before` in the text; SIZE_MAX if none. */
+static size_t first_duplicate(name_set *s, size_t before) {
+  if (s->count < 2) return SIZE_MAX;
+  for (size_t i = 0; i < s->count; i++) s->names[i].p = s->arena + s->names[i].name;
+  qsort(s->names, s->count, sizeof *s->names, by_seen);
+  size_t best = SIZE_MAX;
+  for (size_t i = 1; i < s->count; i++) {
+    const seen_name *a = &s->names[i - 1], *b = &s->names[i];
+    if (!dcr__name_cmp(a->p, a->length, b->p, b->length) && b->text_start <= before &&
+        b->text_start < best)
+      best = b->text_start;
+  }
+  return best;
+}
+
+static int duplicate_failure(const uint8_t *text, size_t n, size_t at, dcr_detail *d) {
+  member_scan k = {.text = (const char *)text, .n = n};
+  json_error_t e;
+  json_t *key = load_slice(&k, at, string_end(&k, at), &e);
+  const char *name = key ? json_string_value(key) : "";
+  size_t length = key ? json_string_length(key) : 0;
+  dcr__detail_at(d, NULL, 8 + (uint64_t)at);
+  int rc = fail_tensor(d, name, length, DCR_E_NAME, "tensor name \"%.*s\" appears twice",
+                       (int)(length < 64 ? length : 64), name);
+  json_decref(key);
+  return rc;
+}
+
+typedef struct {
+  size_t count, total_dims;
+  int has_meta;
+  size_t meta, meta_end; /* the __metadata__ value's slice */
+} members_info;
+
+/* The JSON of every member, in text order: the first error, as a whole parse
+ * reports it (json_failure, at its place in the whole text). Counts the tensors
+ * and their dimensions for the allocations. */
+static int members_json(const uint8_t *text, size_t n, members_info *info, dcr_detail *d) {
+  member_scan m = {.text = (const char *)text, .n = n};
+  name_set seen = {0};
+  json_error_t e;
+  int rc = DCR_OK, more;
+  size_t fail_at = n;
+  memset(info, 0, sizeof *info);
+  for (int first = 1; (more = next_member(&m, first)) == 1; first = 0) {
+    json_t *key = load_slice(&m, m.key, m.key_end, &e), *value = NULL;
+    if (!key) {
+      fail_at = (size_t)e.position;
+      rc = -1;
+      break;
+    }
+    const char *name = json_string_value(key);
+    size_t length = json_string_length(key);
+    if (remember(&seen, name, length, m.key)) {
+      json_decref(key);
+      rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate tensor names");
+      break;
+    }
+    if (!(value = load_slice(&m, m.value, m.value_end, &e))) {
+      json_decref(key);
+      fail_at = (size_t)e.position;
+      rc = -1;
+      break;
+    }
+    if (length == sizeof METADATA_KEY - 1 && !memcmp(name, METADATA_KEY, length)) {
+      info->has_meta = 1;
+      info->meta = m.value, info->meta_end = m.value_end;
+    } else {
+      json_t *shape = json_object_get(value, "shape");
+      if (json_is_array(shape)) info->total_dims += json_array_size(shape);
+      info->count++;
+    }
+    json_decref(key);
+    json_decref(value);
+  }
+  if (rc == DCR_OK && more < 0) {
+    rc = -2, fail_at = m.at;
+    if (m.key_only) { /* a whole parse meets the key before what follows it */
+      json_t *key = load_slice(&m, m.key, m.key_end, &e);
+      if (!key) rc = -1, fail_at = (size_t)e.position;
+      else if (remember(&seen, json_string_value(key), json_string_length(key), m.key))
+        rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate tensor names");
+      json_decref(key);
+    }
+  }
+  if (rc == DCR_E_NOMEM) {
+  } else if (rc < 0 || rc == DCR_OK) {
+    /* A duplicate key before the failure is what a whole parse meets first. */
+    size_t dup = first_duplicate(&seen, rc ? fail_at : n);
+    if (dup != SIZE_MAX) {
+      rc = duplicate_failure(text, n, dup, d);
+    } else if (rc == -1) {
+      rc = json_failure(text, n, &e, d);
+    } else if (rc == -2) {
+      dcr__detail_at(d, NULL, 8 + (uint64_t)fail_at);
+      rc = dcr__fail(d, DCR_E_CHECKPOINT, "header is not valid JSON (at byte %zu)", fail_at);
+    }
+  }
+  free(seen.names);
+  free(seen.arena);
+  return rc;
+}
+
+/* parse_root's rules, member by member, for a text whose JSON members_json has
+ * accepted. */
+static int parse_members(const uint8_t *text, size_t n, const members_info *info,
+                         const dcr_limits *lim, dcr__checkpoint *out, dcr_detail *d) {
+  member_scan m = {.text = (const char *)text, .n = n};
+  json_error_t e;
+  int rc = DCR_OK;
+  if (info->has_meta) {
+    json_t *meta = load_slice(&m, info->meta, info->meta_end, &e);
+    if (!meta) return dcr__fail(d, DCR_E_NOMEM, "cannot parse " METADATA_KEY " again");
+    rc = check_metadata(meta, d);
+    json_decref(meta);
+    if (rc) return rc;
+  }
+  if (info->count > lim->max_tensors)
+    return dcr__fail(d, DCR_E_LIMIT, "header has %zu tensors, over the limit of %llu", info->count,
+                     (unsigned long long)lim->max_tensors);
+  if (info->count && !(out->tensors = calloc(info->count, sizeof *out->tensors)))
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu tensors", info->count);
+  out->count = info->count;
+  if (!(out->dims_pool = calloc(info->total_dims + 1, sizeof *out->dims_pool)))
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu dimensions", info->total_dims);
+  size_t i = 0, used = 0;
+  for (int first = 1; !rc && next_member(&m, first) == 1; first = 0) {
+    if (info->has_meta && m.value == info->meta) continue;
+    json_t *key = load_slice(&m, m.key, m.key_end, &e);
+    json_t *value = key ? load_slice(&m, m.value, m.value_end, &e) : NULL;
+    if (!value) rc = dcr__fail(d, DCR_E_NOMEM, "cannot parse a tensor again");
+    else rc = parse_tensor(json_string_value(key), json_string_length(key), value, lim,
+                           &out->tensors[i], out->dims_pool + used, d);
+    json_decref(key);
+    json_decref(value);
+    if (!rc) used += out->tensors[i++].desc.rank;
+  }
+  if (!rc && out->count) qsort(out->tensors, out->count, sizeof *out->tensors, by_name);
+  return rc;
+}
+
+/* Headers whose document would take more than this are read member by member. */
+#define WHOLE_DOCUMENT_MAX ((uint64_t)64 << 20)
 
 int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length, uint64_t data_length,
                            const dcr_limits *lim, dcr__checkpoint *out, dcr_detail *d) {
@@ -446,15 +761,41 @@ int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length, uint64_t
                      prefix_length, (unsigned long long)data_length,
                      (unsigned long long)lim->max_file_size);
 
-  int rc = check_cost((const char *)prefix + 8, (size_t)n, lim, d);
+  uint64_t dom = 0, members = 0;
+  size_t depth = 0;
+  int rc = estimate((const char *)prefix + 8, (size_t)n, &dom, &members, &depth, d);
   if (rc) return rc;
-  json_error_t error;
-  /* No JSON_ALLOW_NUL: U+0000 is refused in every string, and with it any doubt
-   * about where a name ends. */
-  json_t *root = json_loadb((const char *)prefix + 8, (size_t)n, JSON_REJECT_DUPLICATES, &error);
-  if (!root) return json_failure(prefix + 8, (size_t)n, &error, d);
-  rc = parse_root(root, lim, out, d);
-  json_decref(root);
+  /* DCR_TEST_JSON_MEMBERS (tests only): 1 reads every header member by member, 2
+   * also reports its errors without the whole parse. */
+  const char *test = getenv("DCR_TEST_JSON_MEMBERS");
+  int memberwise = test && (test[0] == '1' || test[0] == '2');
+  int whole = (dom <= WHOLE_DOCUMENT_MAX && !memberwise) || depth > MEMBER_DEPTH;
+  if (!whole) {
+    /* Member by member; an error found so is found again whole when that fits the
+     * budget, so that every verdict is the one a whole parse gives. */
+    if (members > lim->max_memory) return over_budget((size_t)n, members, lim, d);
+    members_info info;
+    dcr_detail scratch;
+    dcr__detail_init(&scratch);
+    rc = members_json(prefix + 8, (size_t)n, &info, &scratch);
+    if (!rc) rc = parse_members(prefix + 8, (size_t)n, &info, lim, out, &scratch);
+    if (rc) dcr__checkpoint_free(out), memset(out, 0, sizeof *out);
+    whole = rc && rc != DCR_E_NOMEM && dom <= lim->max_memory && !(test && test[0] == '2');
+    if (rc && !whole) {
+      if (d) *d = scratch;
+      return rc;
+    }
+  }
+  if (whole) {
+    if (dom > lim->max_memory) return over_budget((size_t)n, dom, lim, d);
+    json_error_t error;
+    /* No JSON_ALLOW_NUL: U+0000 is refused in every string, and with it any doubt
+     * about where a name ends. */
+    json_t *root = json_loadb((const char *)prefix + 8, (size_t)n, JSON_REJECT_DUPLICATES, &error);
+    if (!root) return json_failure(prefix + 8, (size_t)n, &error, d);
+    rc = parse_root(root, lim, out, d);
+    json_decref(root);
+  }
   if (!rc && prefix_length && !(out->prefix = malloc(prefix_length)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate a %zu-byte prefix", prefix_length);
   if (rc) {

@@ -54,7 +54,10 @@ replay)
   for bin in "$bindir"/fuzz_*; do
     name=${bin##*/fuzz_}
     # shellcheck disable=SC2046
-    if ! UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$bin" $(corpora "$name" | sort -u); then
+    # the same memory limits as a fuzzing run (above): a replayed input that asked
+    # for much would fail here too
+    if ! ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:max_allocation_size_mb=${FUZZ_MALLOC_MB:-2048}:hard_rss_limit_mb=${FUZZ_RSS_MB:-1024} \
+       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$bin" $(corpora "$name" | sort -u); then
       echo "fuzz-replay: $bin failed" >&2
       status=1
     fi
@@ -92,8 +95,11 @@ afl)
     # In its own process group, so that it can be ended with its children.
     # shellcheck disable=SC2086
     # Memory limits that a tiny input asking for much trips as a crash (issue 18):
-    # the harnesses' budget is 64 MiB (fuzz_common.h).
-    ASAN_OPTIONS=abort_on_error=1:symbolize=0:detect_leaks=0:malloc_limit_mb=512:hard_rss_limit_mb=1024 \
+    # the harnesses' budget is 64 MiB (fuzz_common.h). afl-fuzz's own -m cannot be
+    # used (ASan reserves terabytes of address space), so ASan enforces them: no
+    # resident set over FUZZ_RSS_MB (1024 MiB), no single allocation over
+    # FUZZ_MALLOC_MB (2048 MiB: a declared 1 GiB chunk's buffers are legitimate).
+    ASAN_OPTIONS=abort_on_error=1:symbolize=0:detect_leaks=0:allocator_may_return_null=0:max_allocation_size_mb=${FUZZ_MALLOC_MB:-2048}:hard_rss_limit_mb=${FUZZ_RSS_MB:-1024} \
     TMPDIR=$tmp AFL_NO_UI=1 AFL_AUTORESUME=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 \
     AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_SUPPRESS_BANNER=1 \
       setsid -w afl-fuzz -V "$seconds" -t "${FUZZ_TIMEOUT_MS:-2000}" -m none -x fuzz/dcr.dict \

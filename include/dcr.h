@@ -128,9 +128,9 @@ typedef struct {
   /* Not a format limit but this reader's memory budget (default 1 GiB): a section
    * that would inflate to more, or a safetensors header whose JSON document would
    * take more to parse, fails with DCR_E_NOMEM before anything is allocated for it
-   * (not a verdict on the input). A checkpoint of about 900,000 tensors fits the
-   * default; 2^20 tensors, the most max_tensors allows, need 2 GiB. Chunk buffers
-   * (README, "Memory") come on top. */
+   * (not a verdict on the input); threads are reduced so that their chunk buffers
+   * fit it. 0 means the default. Headers of many tensors are read tensor by
+   * tensor, so the 2^20 tensors max_tensors allows fit the default. */
   uint64_t max_memory;
   uint64_t reserved_[7]; /* zero: see "Growing structs" above */
 } dcr_limits;

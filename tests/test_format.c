@@ -19,6 +19,8 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "checkpoint.h"
+#include "codec.h"
 #include "format.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -2526,8 +2528,173 @@ static void test_apl_check_target_raw(void **state) {
   tmp_remove(&t);
 }
 
+
+/* ---- memory (issue 18) ----------------------------------------------------- */
+
+static uint64_t mem_rng = 0x9E3779B97F4A7C15u;
+static uint64_t mem_next(void) {
+  uint64_t z = (mem_rng += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  return z ^ (z >> 31);
+}
+
+static int parse_header_as(const char *mode, const uint8_t *text, size_t n, dcr_detail *d) {
+  setenv("DCR_TEST_JSON_MEMBERS", mode, 1);
+  uint8_t *p = malloc(8 + n + 1);
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)((uint64_t)n >> (8 * i));
+  memcpy(p + 8, text, n);
+  dcr_limits lim = limits();
+  dcr__checkpoint ck;
+  dcr__detail_init(d);
+  int rc = dcr__safetensors_parse(p, 8 + n, 12, &lim, &ck, d);
+  if (!rc) dcr__checkpoint_free(&ck);
+  free(p);
+  unsetenv("DCR_TEST_JSON_MEMBERS");
+  return rc;
+}
+
+/* A header too large to parse as one document is read member by member: on
+ * mutated headers, that gives the verdict of the whole parse, whatever it is. */
+static void test_lim_json_members_match_whole(void **state) {
+  (void)state;
+  static const char *const seeds[] = {
+      "{\"__metadata__\":{\"k\":\"v\"},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+      "\"a\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[8,9]},\"c\":{\"dtype\":\"U8\","
+      "\"shape\":[3,1],\"data_offsets\":[9,12]}}",
+      "{ \"x\" : {\"data_offsets\":[0,12],\"shape\":[3],\"dtype\":\"I32\"} , \"__metadata__\" : {} }",
+      "{\"\\u00e9\\\"\":{\"dtype\":\"U8\",\"shape\":[12],\"data_offsets\":[0,12]}}\n  ",
+  };
+  static const char alphabet[] = "{}[],:\" \\u0123456789abcdefx\x80\xc3\xff\t";
+  unsigned differ = 0, tried = 0;
+  for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++) {
+    size_t len = strlen(seeds[s]);
+    uint8_t text[512];
+    dcr_detail d0, d2;
+    assert_int_equal(parse_header_as("0", (const uint8_t *)seeds[s], len, &d0), DCR_OK);
+    assert_int_equal(parse_header_as("2", (const uint8_t *)seeds[s], len, &d2), DCR_OK);
+    for (unsigned iter = 0; iter < 4000; iter++) {
+      size_t n = len;
+      memcpy(text, seeds[s], n);
+      for (unsigned k = 1 + (unsigned)(mem_next() % 3); k--;) {
+        size_t at = (size_t)(mem_next() % (n + 1));
+        char c = alphabet[mem_next() % (sizeof alphabet - 1)];
+        switch (mem_next() % 4) {
+          case 0: if (at < n) text[at] = (uint8_t)c; break;
+          case 1: if (n < sizeof text - 1) memmove(text + at + 1, text + at, n - at), text[at] = (uint8_t)c, n++; break;
+          case 2: if (at < n) memmove(text + at, text + at + 1, n - at - 1), n--; break;
+          default: { /* a copy of a stretch elsewhere: repeated keys and members */
+            size_t from = (size_t)(mem_next() % (n + 1)), m = (size_t)(mem_next() % 24);
+            if (from + m > n) m = n - from;
+            if (n + m < sizeof text) {
+              uint8_t tmp[32];
+              memcpy(tmp, text + from, m);
+              memmove(text + at + m, text + at, n - at);
+              memcpy(text + at, tmp, m);
+              n += m;
+            }
+          }
+        }
+      }
+      int a = parse_header_as("0", text, n, &d0), b = parse_header_as("2", text, n, &d2);
+      tried++;
+      if (a != b) {
+        if (differ++ < 5)
+          print_message("    %.*s\n      whole %s (%s), member by member %s (%s)\n", (int)n, text,
+                        dcr_error_name(a), d0.message, dcr_error_name(b), d2.message);
+      }
+    }
+  }
+  print_message("    %u mutated headers, %u verdicts differ\n", tried, differ);
+  assert_int_equal(differ, 0);
+}
+
+/* A sparse chunk with more positions than a bounded decoder holds is read in
+ * batches: the same bytes, the same failures, as a decoder that holds them all. */
+static void test_enc_bounded_decoder_matches_full(void **state) {
+  (void)state;
+  const size_t cs = (size_t)1 << 18; /* U8: n = 262144, more than the 65536 held */
+  uint8_t *base = malloc(cs), *out_a = malloc(cs), *out_b = malloc(cs), *data = malloc(2 * cs + 64);
+  uint8_t *planes = malloc(cs), *dig[4];
+  uint32_t *pos = malloc(cs * sizeof *pos);
+  for (int i = 0; i < 4; i++) dig[i] = malloc(16 * DCR__PIECES(cs));
+  for (size_t i = 0; i < cs; i++) base[i] = (uint8_t)mem_next();
+  dcr__chunk_decoder full, bounded;
+  assert_int_equal(dcr__chunk_decoder_init(&full, cs), DCR_OK);
+  assert_int_equal(dcr__chunk_decoder_init(&bounded, cs), DCR_OK);
+  full.pos = realloc(full.pos, cs * sizeof *full.pos); /* as large as every position */
+  full.pos_capacity = cs;
+  assert_true(bounded.pos_capacity < cs);
+  assert_true(dcr__chunk_decoder_bytes((size_t)1 << 30) < ((uint64_t)3 << 29)); /* 1.5 GiB */
+  static const size_t counts[] = {1, 1000, 65536, 65537, 200000, 262144};
+  static const int encodings[] = {DCR_ENC_XOR_SPARSE, DCR_ENC_DELTA_SPARSE, DCR_ENC_OVERWRITE_SPARSE};
+  for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+    for (size_t ei = 0; ei < 3; ei++)
+      for (int broken = 0; broken < 2; broken++) {
+        size_t count = counts[ci], k = 0;
+        /* count positions out of cs, spread at random */
+        for (size_t i = 0; i < cs && k < count; i++)
+          if (mem_next() % (cs - i) < count - k) pos[k++] = (uint32_t)i;
+        assert_int_equal(k, count);
+        for (size_t i = 0; i < count; i++) {
+          uint8_t v = (uint8_t)(1 + mem_next() % 255); /* nonzero XOR and delta */
+          planes[i] = encodings[ei] == DCR_ENC_OVERWRITE_SPARSE ? (uint8_t)(base[pos[i]] ^ v) : v;
+        }
+        if (broken) { /* one value that changes nothing, late in the chunk */
+          size_t i = count - 1 - count / 7;
+          planes[i] = encodings[ei] == DCR_ENC_OVERWRITE_SPARSE ? base[pos[i]] : 0;
+        }
+        size_t used = dcr__positions_write(data, pos, count);
+        memcpy(data + used, planes, count);
+        dcr__chunk c = {.encoding = (uint8_t)encodings[ei], .compression = DCR_COMP_NONE,
+                        .count = (uint32_t)count};
+        const uint8_t *pa, *pb;
+        dcr_detail da, db;
+        dcr__detail_init(&da);
+        dcr__detail_init(&db);
+        /* in place, as memory apply does */
+        memcpy(out_a, base, cs);
+        memcpy(out_b, base, cs);
+        int ra = dcr__decode_chunk(&full, &c, data, used + count, 1, cs, out_a, &da);
+        int rb = dcr__decode_chunk(&bounded, &c, data, used + count, 1, cs, out_b, &db);
+        assert_int_equal(ra, broken ? DCR_E_ENCODING : DCR_OK);
+        assert_int_equal(ra, rb);
+        assert_string_equal(da.message, db.message);
+        if (!broken) assert_memory_equal(out_a, out_b, cs);
+        /* piece by piece, as the apply pass does */
+        ra = dcr__chunk_streams(&full, &c, data, used + count, 1, cs, &pa, &da);
+        rb = dcr__chunk_streams(&bounded, &c, data, used + count, 1, cs, &pb, &db);
+        assert_int_equal(ra, DCR_OK);
+        assert_int_equal(rb, DCR_OK);
+        ra = dcr__apply_sparse_pieces(&full, &c, pa, 1, cs, base, out_a, dig[0], dig[1], &da);
+        rb = dcr__apply_sparse_pieces(&bounded, &c, pb, 1, cs, base, out_b, dig[2], dig[3], &db);
+        assert_int_equal(ra, rb);
+        assert_string_equal(da.message, db.message);
+        assert_memory_equal(dig[0], dig[2], 16 * DCR__PIECES(cs));
+        if (!broken) {
+          assert_memory_equal(out_a, out_b, cs);
+          assert_memory_equal(dig[1], dig[3], 16 * DCR__PIECES(cs));
+        }
+        /* check only, as validate does */
+        ra = dcr__decode_chunk(&full, &c, data, used + count, 1, cs, NULL, &da);
+        rb = dcr__decode_chunk(&bounded, &c, data, used + count, 1, cs, NULL, &db);
+        assert_int_equal(ra, rb);
+        /* checked for dcr_changes: every position in dd->pos */
+        ra = dcr__chunk_streams(&bounded, &c, data, used + count, 1, cs, &pb, &db);
+        if (!ra) ra = dcr__apply_streams(&bounded, &c, pb, 1, cs, NULL, &db);
+        assert_int_equal(ra, broken && encodings[ei] != DCR_ENC_OVERWRITE_SPARSE ? DCR_E_ENCODING : DCR_OK);
+        if (!ra) assert_memory_equal(bounded.pos, pos, count * sizeof *pos);
+      }
+  dcr__chunk_decoder_free(&full);
+  dcr__chunk_decoder_free(&bounded);
+  for (int i = 0; i < 4; i++) free(dig[i]);
+  free(base), free(out_a), free(out_b), free(data), free(planes), free(pos);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lim_json_members_match_whole),
+      cmocka_unit_test(test_enc_bounded_decoder_matches_full),
       cmocka_unit_test(test_err_names_and_messages),
       cmocka_unit_test(test_version),
       cmocka_unit_test(test_detail_keeps_first_failure),
