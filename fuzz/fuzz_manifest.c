@@ -3,15 +3,36 @@
  * (SPEC.md §4.1, §4.2, §4.4, §6).
  *
  * Input: one mode byte, then the bytes for that mode:
- *   mode % 4 == 0: a bundle header (64 bytes) followed by section headers (32 each)
- *   mode % 4 == 1: a MANI payload, stored
- *   mode % 4 == 2: a MANI payload, stored as a zstd frame (section compression 1)
- *   mode % 4 == 3: a META payload
+ *   mode % 5 == 0: a bundle header (64 bytes) followed by section headers (32 each)
+ *   mode % 5 == 1: a MANI payload, stored
+ *   mode % 5 == 2: a MANI payload, stored as a zstd frame (section compression 1)
+ *   mode % 5 == 3: a META payload
+ *   mode % 5 == 4: a safetensors header's JSON, parsed as one document and member
+ *                  by member (the path of large headers): the same verdict
  * A manifest that parses must serialize back to exactly the bytes parsed.
  */
 #include "fuzz_common.h"
+#include "../format/checkpoint.h"
 
 #define FUZZ_MAX_INPUT (1u << 20)
+
+/* DCR_TEST_JSON_MEMBERS (format/safetensors.c): "1" takes the member-by-member
+ * path, "2" also keeps its verdict instead of confirming it with a whole parse. */
+static int parse_header(const char *mode, const uint8_t *text, size_t n, const dcr_limits *lim) {
+  if (mode) setenv("DCR_TEST_JSON_MEMBERS", mode, 1);
+  else unsetenv("DCR_TEST_JSON_MEMBERS");
+  uint8_t *p = malloc(8 + n);
+  FUZZ_ASSERT(p);
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)((uint64_t)n >> (8 * i));
+  if (n) memcpy(p + 8, text, n);
+  dcr__checkpoint ck;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  int rc = dcr__safetensors_parse(p, 8 + n, 0, lim, &ck, &d);
+  if (!rc) dcr__checkpoint_free(&ck);
+  free(p);
+  return rc;
+}
 
 static void check_manifest(const uint8_t *p, size_t n, const dcr_limits *lim) {
   uint8_t *copy = malloc(n ? n : 1); /* dcr__manifest_parse takes ownership */
@@ -43,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_limits(&lim);
   const uint8_t *p = data + 1;
   size_t n = size - 1;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       unsigned minor;
       if (dcr__header_parse(p, n, &minor, NULL) != DCR_OK) return 0;
@@ -69,6 +90,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_manifest(inflated, length, &lim);
       }
       free(inflated);
+      return 0;
+    }
+    case 4: {
+      int whole = parse_header(NULL, p, n, &lim);
+      FUZZ_ASSERT(parse_header("2", p, n, &lim) == whole);
+      unsetenv("DCR_TEST_JSON_MEMBERS");
       return 0;
     }
     default: {
