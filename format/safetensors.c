@@ -780,7 +780,12 @@ int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length, uint64_t
     rc = members_json(prefix + 8, (size_t)n, &info, &scratch);
     if (!rc) rc = parse_members(prefix + 8, (size_t)n, &info, lim, out, &scratch);
     if (rc) dcr__checkpoint_free(out), memset(out, 0, sizeof *out);
-    whole = rc && rc != DCR_E_NOMEM && dom <= lim->max_memory && !(test && test[0] == '2');
+    whole = rc && rc != DCR_E_NOMEM && !(test && test[0] == '2');
+    /* An error found member by member is provisional: which of two errors jansson
+     * meets first can differ (a string after a missing ':' is lexed, and its bad
+     * UTF-8 reported, before the syntax error). Only the whole parse gives the
+     * verdict; when it does not fit the budget there is none to give. */
+    if (whole && dom > lim->max_memory) return over_budget((size_t)n, dom, lim, d);
     if (rc && !whole) {
       if (d) *d = scratch;
       return rc;

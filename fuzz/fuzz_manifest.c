@@ -8,7 +8,9 @@
  *   mode % 5 == 2: a MANI payload, stored as a zstd frame (section compression 1)
  *   mode % 5 == 3: a META payload
  *   mode % 5 == 4: a safetensors header's JSON, parsed as one document and member
- *                  by member (the path of large headers): the same verdict
+ *                  by member (the path of large headers): accepted by both or by
+ *                  neither (member by member, an error is provisional: the whole
+ *                  parse gives its code)
  * A manifest that parses must serialize back to exactly the bytes parsed.
  */
 #include "fuzz_common.h"
@@ -94,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     case 4: {
       int whole = parse_header(NULL, p, n, &lim);
-      FUZZ_ASSERT(parse_header("2", p, n, &lim) == whole);
+      FUZZ_ASSERT((parse_header("2", p, n, &lim) == DCR_OK) == (whole == DCR_OK));
       unsetenv("DCR_TEST_JSON_MEMBERS");
       return 0;
     }
