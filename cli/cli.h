@@ -31,7 +31,8 @@ typedef struct {
 
 /* getopt_long ids for the options every command takes. */
 enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
-       OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY };
+       OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY,
+       OPT_UNRELATED, OPT_FORMAT };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
@@ -131,6 +132,19 @@ int cli_check_output(const char *path, int force, const char *const *inputs, siz
 /* Refuses, before anything blocks in open(), a checkpoint path that is a FIFO,
  * socket or device; returns CLI_OK or prints why and returns CLI_USAGE. */
 int cli_check_checkpoint(const char *path);
+/* The output of a set's apply: a new directory, or with force an existing one that
+ * is neither the base nor inside it; returns CLI_OK or prints why (CLI_USAGE). */
+int cli_check_output_dir(const char *path, int force, const char *base);
+/* Removes a directory tree (a series' step); best effort. */
+void cli_remove_tree(const char *path);
+
+/* A sharded model may be named by its index (model.safetensors.index.json): the
+ * checkpoint is then its directory, written into buf. Returns the path to read. */
+const char *cli_checkpoint_path(const char *path, char *buf, size_t cap);
+/* "raw", "safetensors" or "set". */
+const char *cli_kind_name(int kind);
+/* The kind of a checkpoint path: a set if it is a directory, else raw or safetensors. */
+int cli_checkpoint_kind(const char *path, int raw);
 
 /* Opens a bundle from a path or "-" (read whole into memory). */
 int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d);

@@ -24,7 +24,10 @@ static const char usage[] =
     "memory. BASE and CKPT must be regular files (read at random offsets). OUT may be\n"
     "- (standard output), a FIFO or a device: the target streams into it as it is\n"
     "checked, so its reader must go by the exit status. An OUT that is an input is\n"
-    "refused, even with -f.\n\n"
+    "refused, even with -f.\n"
+    "A bundle of two model directories (a checkpoint set) applies to the base\n"
+    "directory (or its model.safetensors.index.json) and writes OUT as a directory,\n"
+    "which appears at once, whole; with -f it replaces an older one at once too.\n\n"
     "  -o, --output OUT     where to write the target\n"
     "  -i, --in-place       patch CKPT where it lies, writing only changed chunks,\n"
     "                       through a crash-safe journal (CKPT.dcr-journal); a run\n"
@@ -300,6 +303,33 @@ static int run_series(job *j, const char *base, const char *out, int force, int 
 
 /* A copy apply: one bundle through the library's atomic output (or streamed), a
  * series through a work file. */
+/* A series of sets: each step into a hidden directory beside OUT, the last into
+ * OUT; each step's input is removed once the next has been written. */
+static int run_set_series(job *j, const char *base, const char *out,
+                          const dcr_apply_options *opt) {
+  char step[2][4200];
+  const char *slash = strrchr(out, '/');
+  int rc = CLI_OK;
+  for (int i = 0; i < j->n && !rc; i++) {
+    const char *input = i ? step[(i - 1) % 2] : base;
+    dcr_apply_options o = *opt;
+    const char *target = out;
+    if (i < j->n - 1) {
+      snprintf(step[i % 2], sizeof step[i % 2], "%.*s.%s.dcr-series-%d",
+               slash ? (int)(slash - out + 1) : 0, out, slash ? slash + 1 : out, i % 2);
+      cli_remove_tree(step[i % 2]); /* left by a run that was killed */
+      target = step[i % 2];
+      o.sync = 0, o.no_replace = 1; /* nothing is visible until the last step */
+    }
+    dcr_detail d;
+    int err = dcr_apply(j->b[i].r, input, target, &o, &d);
+    cli_progress_end(&j->progress);
+    if (err) rc = report(j, input, i, err, &d);
+    if (i) cli_remove_tree(input);
+  }
+  return rc;
+}
+
 static int run_copy(job *j, const char *base, const char *out, int force) {
   struct stat st;
   int stream = !strcmp(out, "-") || (!stat(out, &st) && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)));
@@ -313,7 +343,13 @@ static int run_copy(job *j, const char *base, const char *out, int force) {
   if (j->common.progress) opt.progress = cli_progress, opt.progress_opaque = &j->progress;
   dcr_detail d;
   int err, rc = CLI_OK;
-  if (j->n > 1) {
+  dcr_bundle_info first;
+  dcr_reader_info(j->b[0].r, &first);
+  if (first.kind == DCR_KIND_SET && stream)
+    return cli_usage("apply", "a checkpoint set is a directory: -o names one, not a stream");
+  if (first.kind == DCR_KIND_SET && j->n > 1) {
+    rc = run_set_series(j, base, out, &opt);
+  } else if (j->n > 1) {
     rc = run_series(j, base, out, force, stream, &opt);
   } else if (!stream) {
     err = dcr_apply(j->b[0].r, base, out, &opt, &d);
@@ -387,7 +423,8 @@ int cmd_apply(int argc, char **argv) {
   if (j.json && out && !strcmp(out, "-"))
     return cli_usage("apply", "--json prints on standard output: -o - cannot go there too");
   if (!in_place && !out) return cli_usage("apply", "missing -o OUT (or --in-place)");
-  const char *base = argv[optind];
+  char dir[4096];
+  const char *base = cli_checkpoint_path(argv[optind], dir, sizeof dir);
   j.n = argc - optind - 1;
   for (int i = 0; i < j.n; i++)
     if (!strcmp(argv[optind + 1 + i], "-") && j.n > 1)
@@ -396,10 +433,13 @@ int cmd_apply(int argc, char **argv) {
   const char **inputs = calloc((size_t)j.n + 1, sizeof *inputs);
   if (!inputs) return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;
   for (int i = 0; i <= j.n; i++) inputs[i] = argv[optind + i];
-  int rc = out ? cli_check_output(out, force, inputs, (size_t)j.n + 1) : CLI_OK;
-  free(inputs);
+  inputs[0] = base;
   struct stat so, sb;
-  if (rc == CLI_USAGE && !stat(out, &so) && !stat(base, &sb) && so.st_dev == sb.st_dev &&
+  int set = !stat(base, &sb) && S_ISDIR(sb.st_mode);
+  int rc = out ? set ? cli_check_output_dir(out, force, base) : cli_check_output(out, force, inputs, (size_t)j.n + 1)
+               : CLI_OK;
+  free(inputs);
+  if (rc == CLI_USAGE && !set && !stat(out, &so) && !stat(base, &sb) && so.st_dev == sb.st_dev &&
       so.st_ino == sb.st_ino)
     fprintf(stderr, "  (to patch %s where it lies: dcr apply --in-place %s BUNDLE...)\n", base, base);
   if (rc) return rc;

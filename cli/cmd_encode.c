@@ -12,8 +12,11 @@ static const char usage[] =
     "Usage: dcr encode BASE TARGET -o BUNDLE [OPTIONS]\n"
     "Write the changes from the BASE checkpoint to the TARGET checkpoint (safetensors,\n"
     "or any files with --raw) as a DCR bundle. BASE and TARGET must be regular files\n"
-    "(read at random offsets). BUNDLE may be - (standard output), a FIFO or a device;\n"
-    "one that is an input is refused, even with -f.\n\n"
+    "(read at random offsets), or two model directories (sharded safetensors with\n"
+    "their index, config and tokenizer files: a checkpoint set, format 1.1), which\n"
+    "may also be named by their model.safetensors.index.json. BUNDLE may be -\n"
+    "(standard output), a FIFO or a device; one that is an input is refused, even\n"
+    "with -f.\n\n"
     "  -o, --output BUNDLE  where to write the bundle (required)\n"
     "      --chunk-size N   chunk size in bytes, a power of two from 4K to 1G\n"
     "                       (K/M/G suffixes; default 4M)\n"
@@ -21,6 +24,11 @@ static const char usage[] =
     "      --threads N      worker threads (default: usable CPUs, up to 32); same output\n"
     "      --raw            treat both inputs as raw byte files\n"
     "      --meta KEY=VALUE add a metadata pair (repeatable), e.g. --meta step=1200\n"
+    "      --unrelated      encode inputs that share no tensor name (refused by\n"
+    "                       default: every tensor would be sent whole)\n"
+    "      --format V       the newest format the bundle may need: 1.1 (default) or\n"
+    "                       1.0, which 1.0 readers read (tensors that grow or shrink\n"
+    "                       then go whole; sets and 1.1 dtypes are refused)\n"
     "  -f, --force          overwrite BUNDLE if it exists\n"
     "      --json           print the statistics as one JSON document on stdout\n";
 
@@ -35,6 +43,8 @@ int cmd_encode(int argc, char **argv) {
       {"raw", no_argument, NULL, OPT_RAW},
       {"meta", required_argument, NULL, OPT_META},
       {"json", no_argument, NULL, OPT_JSON},
+      {"unrelated", no_argument, NULL, OPT_UNRELATED},
+      {"format", required_argument, NULL, OPT_FORMAT},
       {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "encode");
@@ -68,6 +78,12 @@ int cmd_encode(int argc, char **argv) {
         break;
       case OPT_RAW: opt.raw = 1; break;
       case OPT_JSON: json = 1; break;
+      case OPT_UNRELATED: opt.unrelated = 1; break;
+      case OPT_FORMAT:
+        if (strcmp(optarg, "1.0") && strcmp(optarg, "1.1"))
+          return free(meta), cli_usage("encode", "bad --format '%s' (1.0 or 1.1)", optarg);
+        opt.max_minor = optarg[2] - '0';
+        break;
       case OPT_META: {
         char *eq = strchr(optarg, '=');
         if (!eq || eq == optarg) return free(meta), cli_usage("encode", "--meta wants KEY=VALUE");
@@ -83,10 +99,13 @@ int cmd_encode(int argc, char **argv) {
   if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
   if (json && !strcmp(out, "-"))
     return free(meta), cli_usage("encode", "--json prints on standard output: -o - cannot go there too");
-  for (int i = 0; i < 2; i++)
-    if (cli_check_checkpoint(argv[optind + i])) return free(meta), CLI_USAGE;
+  char dirs[2][4096];
+  const char *inputs[2];
+  for (int i = 0; i < 2; i++) {
+    inputs[i] = cli_checkpoint_path(argv[optind + i], dirs[i], sizeof dirs[i]);
+    if (cli_check_checkpoint(inputs[i])) return free(meta), CLI_USAGE;
+  }
   cli_output o;
-  const char *inputs[2] = {argv[optind], argv[optind + 1]};
   int rc = cli_output_open(&o, out, force, inputs, 2);
   if (rc) return free(meta), rc;
   cli_progress_state progress = {.what = "encoding"};
@@ -95,7 +114,7 @@ int cmd_encode(int argc, char **argv) {
   opt.max_memory = cli_limits.max_memory;
   dcr_encode_stats st;
   dcr_detail d;
-  int err = dcr_encode(argv[optind], argv[optind + 1], &opt, cli_output_write, &o, &st, &d);
+  int err = dcr_encode(inputs[0], inputs[1], &opt, cli_output_write, &o, &st, &d);
   cli_progress_end(&progress);
   free(meta);
   if (err) {
@@ -113,12 +132,14 @@ int cmd_encode(int argc, char **argv) {
       if (st.chunks_by_encoding[e])
         json_object_set_new(enc, dcr_encoding_name(e), json_integer((json_int_t)st.chunks_by_encoding[e]));
     cli_print_json(json_pack(
-        "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:i}", "bundle", out, "bundle_bytes",
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:i}", "bundle", out,
+        "format", st.format_minor ? "1.1" : "1.0", "bundle_bytes",
         (json_int_t)st.bundle_size, "target_bytes", (json_int_t)st.target_size, "elements",
         (json_int_t)st.elements, "changed_elements", (json_int_t)st.changed_elements, "chunks",
         (json_int_t)st.chunks, "changed_chunks", (json_int_t)st.changed_chunks, "chunks_by_encoding",
         enc, "tensors_added", (json_int_t)st.tensors_added, "tensors_removed",
-        (json_int_t)st.tensors_removed, "tensors_recoded", (json_int_t)st.tensors_recoded, "threads",
+        (json_int_t)st.tensors_removed, "tensors_recoded", (json_int_t)st.tensors_recoded,
+        "tensors_resized", (json_int_t)st.tensors_resized, "threads",
         (int)(opt.threads ? opt.threads : dcr_default_threads())));
   }
   if (!common.quiet && !json) {
@@ -133,9 +154,10 @@ int cmd_encode(int argc, char **argv) {
             (unsigned long long)st.changed_chunks, (unsigned long long)st.chunks);
     if (common.verbose) {
       fprintf(stderr, "  threads: %u\n", opt.threads ? opt.threads : dcr_default_threads());
-      fprintf(stderr, "  tensors added %llu, removed %llu, recoded %llu\n",
-              (unsigned long long)st.tensors_added, (unsigned long long)st.tensors_removed,
-              (unsigned long long)st.tensors_recoded);
+      fprintf(stderr, "  format 1.%llu; tensors added %llu, removed %llu, recoded %llu, resized %llu\n",
+              (unsigned long long)st.format_minor, (unsigned long long)st.tensors_added,
+              (unsigned long long)st.tensors_removed, (unsigned long long)st.tensors_recoded,
+              (unsigned long long)st.tensors_resized);
       for (int e = 1; e < DCR_ENC_COUNT; e++)
         fprintf(stderr, "  %-17s %llu chunks\n", dcr_encoding_name(e),
                 (unsigned long long)st.chunks_by_encoding[e]);

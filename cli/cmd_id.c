@@ -19,7 +19,10 @@ static const char usage[] =
     "as its base and its target, as \"<32 hex digits>  FILE\" lines, the way\n"
     "sha256sum prints digests. The id depends on the tensors only (names, dtypes,\n"
     "shapes, bytes): the same tensors in another layout have the same id.\n"
-    "FILE may be - for standard input, if that is a regular file.\n"
+    "FILE may be - for standard input, if that is a regular file, or a model\n"
+    "directory (or its model.safetensors.index.json): a checkpoint set, whose id is\n"
+    "its shards' tensors', however they are sharded (config and tokenizer files are\n"
+    "not part of it), so a model has one id saved whole or in shards.\n"
     "Exit status: 0 success, 1 invalid checkpoint or an id that did not match,\n"
     "2 usage, 3 a file could not be read.\n\n"
     "      --raw            read the files as raw (one U8 tensor), not safetensors\n"
@@ -39,7 +42,10 @@ static int state_of(const char *path, const id_options *o, uint8_t id[16],
                     dcr_checkpoint_summary *info, dcr_detail *d) {
   int from_stdin = !strcmp(path, "-");
   dcr_checkpoint *ck = NULL;
-  int rc = dcr_checkpoint_open(&ck, from_stdin ? "/dev/stdin" : path, o->kind, &cli_limits, d);
+  char dir[4096];
+  if (!from_stdin) path = cli_checkpoint_path(path, dir, sizeof dir);
+  int kind = from_stdin ? o->kind : cli_checkpoint_kind(path, o->kind == DCR_KIND_RAW);
+  int rc = dcr_checkpoint_open(&ck, from_stdin ? "/dev/stdin" : path, kind, &cli_limits, d);
   if (!rc) {
     dcr_checkpoint_info(ck, info);
     cli_progress_state progress = {.what = path};
@@ -88,7 +94,7 @@ static int print_ids(char **files, int count, const id_options *o) {
     if (all) {
       json_array_append_new(all, json_pack("{s:s, s:s, s:s, s:I, s:I}", "file", files[i],
                                            "state_id", hex, "kind",
-                                           info.kind == DCR_KIND_RAW ? "raw" : "safetensors",
+                                           cli_kind_name(info.kind),
                                            "tensors", (json_int_t)info.tensor_count, "bytes",
                                            (json_int_t)info.file_size));
       continue;

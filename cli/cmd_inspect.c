@@ -26,11 +26,25 @@ typedef struct {
 static const char *status_of(const dcr_tensor_info *t, const tensor_stats *s) {
   if (!t->target.present) return "removed";
   if (!t->base.present) return "added";
+  if (t->resized) return "resized";
   if (!t->delta_coded) return "recoded";
   int reshaped = t->base.rank != t->target.rank ||
                  (t->base.rank && memcmp(t->base.dims, t->target.dims, t->base.rank * 8));
   if (reshaped) return "reshaped";
   return s->chunks ? "changed" : "unchanged";
+}
+
+/* A set's member files (bundle: the target's), as text lines or a JSON array. */
+static void print_member(const dcr_member_info *m) {
+  char a[32];
+  printf("  %-12s %12s  ", cli_kind_name(m->kind), cli_bytes(m->prefix_length + m->data_length, a));
+  cli_put_escaped(stdout, m->path, m->path_length);
+  putchar('\n');
+}
+
+static json_t *member_json(const dcr_member_info *m) {
+  return json_pack("{s:s%, s:s, s:I}", "path", m->path, m->path_length, "kind",
+                   cli_kind_name(m->kind), "bytes", (json_int_t)(m->prefix_length + m->data_length));
 }
 
 static json_t *shape_json(const dcr_tensor_side *s) {
@@ -69,7 +83,7 @@ static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *i
   printf("%s: DCR bundle %u.%u, %s\n", path, info->format_major, info->format_minor,
          cli_bytes(info->bundle_size, a));
   printf("  kind %s, chunk size %s, %llu tensors, %llu changed chunks\n",
-         info->kind == DCR_KIND_RAW ? "raw" : "safetensors", cli_bytes(info->chunk_size, b),
+         cli_kind_name(info->kind), cli_bytes(info->chunk_size, b),
          (unsigned long long)info->entry_count, (unsigned long long)info->chunk_count);
   cli_hex(info->base_state, 16, hex);
   printf("  base state    %s\n", hex);
@@ -77,6 +91,12 @@ static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *i
   printf("  target state  %s, %s (%.4f%% carried)\n", hex, cli_bytes(info->target_size, a),
          info->target_size ? 100.0 * (double)info->bundle_size / (double)info->target_size : 0.0);
   cli_put_meta(stdout, r, "  meta ", " = ", "\n");
+  if (info->member_count) printf("  %llu target member files:\n", (unsigned long long)info->member_count);
+  for (uint64_t i = 0; i < info->member_count; i++) {
+    dcr_member_info m;
+    dcr_reader_member(r, i, &m);
+    print_member(&m);
+  }
   if (verbose) {
     for (uint64_t i = 0; i < info->section_count; i++) {
       dcr_section_info s;
@@ -121,7 +141,7 @@ static void print_json(const char *path, dcr_reader *r, const dcr_bundle_info *i
   json_t *doc = json_pack(
       "{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:s}", "file", path, "format_version",
       version, "bundle_size", (json_int_t)info->bundle_size, "kind",
-      info->kind == DCR_KIND_RAW ? "raw" : "safetensors", "chunk_size",
+      cli_kind_name(info->kind), "chunk_size",
       (json_int_t)info->chunk_size, "target_size", (json_int_t)info->target_size,
       "prefix_length", (json_int_t)info->prefix_length, "chunk_count",
       (json_int_t)info->chunk_count, "base_state", base, "target_state", target);
@@ -150,6 +170,15 @@ static void print_json(const char *path, dcr_reader *r, const dcr_bundle_info *i
                           "encodings", encodings_json(ts[i].by_encoding));
     json_array_append_new(tensors, o);
   }
+  if (info->member_count) {
+    json_t *members = json_array();
+    for (uint64_t i = 0; i < info->member_count; i++) {
+      dcr_member_info m;
+      dcr_reader_member(r, i, &m);
+      json_array_append_new(members, member_json(&m));
+    }
+    json_object_set_new(doc, "members", members);
+  }
   json_object_set_new(doc, "sections", sections);
   json_object_set_new(doc, "meta", meta);
   json_object_set_new(doc, "tensors", tensors);
@@ -170,12 +199,18 @@ static void print_checkpoint_text(const char *path, const dcr_checkpoint *ck,
                                   const dcr_checkpoint_summary *ci, const uint8_t id[16],
                                   int verbose) {
   char a[32], hex[33];
-  printf("%s: %s checkpoint, %s\n", path, ci->kind == DCR_KIND_RAW ? "raw" : "safetensors",
+  printf("%s: %s checkpoint, %s\n", path, cli_kind_name(ci->kind),
          cli_bytes(ci->file_size, a));
   printf("  %llu tensor%s, prefix %llu bytes\n", (unsigned long long)ci->tensor_count,
          ci->tensor_count == 1 ? "" : "s", (unsigned long long)ci->prefix_length);
   cli_hex(id, 16, hex);
   printf("  state  %s\n", hex);
+  if (ci->member_count) printf("  %llu member files:\n", (unsigned long long)ci->member_count);
+  for (uint64_t i = 0; i < ci->member_count; i++) {
+    dcr_member_info m;
+    dcr_checkpoint_member(ck, i, &m);
+    print_member(&m);
+  }
   if (!verbose && ci->tensor_count > SHORT_LIST) {
     printf("  (-v lists the %llu tensors)\n", (unsigned long long)ci->tensor_count);
     return;
@@ -212,21 +247,37 @@ static void print_checkpoint_json(const char *path, const dcr_checkpoint *ck,
     json_array_append_new(tensors, o);
   }
   json_t *doc = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:o}", "file", path, "kind",
-                          ci->kind == DCR_KIND_RAW ? "raw" : "safetensors", "file_size",
+                          cli_kind_name(ci->kind), "file_size",
                           (json_int_t)ci->file_size, "prefix_length",
                           (json_int_t)ci->prefix_length, "tensor_count",
                           (json_int_t)ci->tensor_count, "state_id", hex, "tensors", tensors);
+  if (ci->member_count) {
+    json_t *members = json_array();
+    for (uint64_t i = 0; i < ci->member_count; i++) {
+      dcr_member_info m;
+      dcr_checkpoint_member(ck, i, &m);
+      json_array_append_new(members, member_json(&m));
+    }
+    json_object_set_new(doc, "members", members);
+  }
   cli_print_json(doc);
 }
 
 /* A file that is not a bundle (DCR_E_MAGIC, in *bundle_error) may be a
- * safetensors checkpoint: show that, or report the bundle's error. */
+ * safetensors checkpoint: show that, or report the bundle's error. A directory
+ * (bundle_error NULL) is a checkpoint set. */
 static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, int json,
                               int verbose, int progress_shown) {
   dcr_checkpoint *ck;
   dcr_detail d;
   uint8_t id[16];
-  int err = dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, &cli_limits, &d);
+  int err = dcr_checkpoint_open(&ck, path, bundle_error ? DCR_KIND_SAFETENSORS : DCR_KIND_SET,
+                                &cli_limits, &d);
+  if (err && !bundle_error) {
+    if (json) cli_print_json(json_pack("{s:s, s:o}", "file", path, "error", cli_error_json(err, "checkpoint", &d)));
+    cli_report(path, err, &d);
+    return cli_exit_code(err);
+  }
   if (err) {
     if (json) {
       json_t *e = cli_error_json(DCR_E_MAGIC, "structure", bundle_error);
@@ -274,12 +325,15 @@ int cmd_inspect(int argc, char **argv) {
     else return cli_bad_option("inspect", c, argv);
   }
   if (cli_arg_count("inspect", argc, argv, 1, 1, "one BUNDLE or CHECKPOINT")) return CLI_USAGE;
-  const char *path = argv[optind];
+  char dir[4096];
+  const char *path = cli_checkpoint_path(argv[optind], dir, sizeof dir);
   dcr_reader *r;
   void *mem;
   dcr_detail d;
-  int err = cli_open_bundle(path, &r, &mem, &d);
   struct stat st;
+  if (!stat(path, &st) && S_ISDIR(st.st_mode))
+    return inspect_checkpoint(path, NULL, json, common.verbose, common.progress);
+  int err = cli_open_bundle(path, &r, &mem, &d);
   if (err == DCR_E_MAGIC && !stat(path, &st) && S_ISREG(st.st_mode))
     return inspect_checkpoint(path, &d, json, common.verbose, common.progress);
   if (err) {

@@ -8,8 +8,6 @@
 
 #include "cli.h"
 
-static const char *kind_name(int kind) { return kind == DCR_KIND_RAW ? "raw" : "safetensors"; }
-
 /* The hint for an input whose state id is known. */
 static const char *hint(const dcr_bundle_info *info, const uint8_t id[16], int code) {
   int is_target = !memcmp(id, info->target_state, 16), is_base = !memcmp(id, info->base_state, 16);
@@ -40,7 +38,7 @@ void cli_explain_mismatch(dcr_reader *r, const char *input_path, int code) {
   if (!err) err = dcr_checkpoint_state_id(ck, 0, id, &d);
   dcr_checkpoint_free(ck);
   if (err) {
-    fprintf(stderr, "  input cannot be read as a %s checkpoint: %s: %s\n", kind_name(info.kind),
+    fprintf(stderr, "  input cannot be read as a %s checkpoint: %s: %s\n", cli_kind_name(info.kind),
             dcr_error_name(err), d.message);
   } else {
     cli_hex(id, 16, hex);

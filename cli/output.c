@@ -3,6 +3,8 @@
  * success, bundles read from standard input, progress lines and signals.
  */
 #include <errno.h>
+#include <ftw.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -69,6 +71,68 @@ int cli_check_checkpoint(const char *path) {
   fprintf(stderr, "dcr: %s: not a regular file: a checkpoint is read at random offsets, so it "
           "cannot come from a pipe or device (a bundle can)\n", path);
   return CLI_USAGE;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st, (void)flag, (void)f;
+  remove(path);
+  return 0;
+}
+
+void cli_remove_tree(const char *path) { nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+int cli_check_output_dir(const char *path, int force, const char *base) {
+  struct stat st;
+  char base_real[PATH_MAX], where[PATH_MAX], parent[PATH_MAX];
+  if (!strcmp(path, "-")) return cli_usage("apply", "a checkpoint set is a directory: -o names one");
+  int exists = !lstat(path, &st);
+  if (exists && !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "dcr: %s: exists and is not a directory; a set's output is one\n", path);
+    return CLI_USAGE;
+  }
+  /* The output (or, if new, its parent) resolved must not be the base or inside
+   * it: the base would change, or gain the new directory as members. */
+  const char *slash = strrchr(path, '/');
+  snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
+           slash ? path : ".");
+  if (realpath(base, base_real) && realpath(exists ? path : parent, where)) {
+    size_t n = strlen(base_real);
+    if (exists && !strcmp(where, base_real)) {
+      fprintf(stderr, "dcr: %s: is the base directory; write a new one, then switch to it "
+              "(e.g. ln -sfn NEW CURRENT); nothing written\n", path);
+      return CLI_USAGE;
+    }
+    if (!strncmp(where, base_real, n) && (where[n] == '/' || !where[n])) {
+      fprintf(stderr, "dcr: %s: is inside the base directory %s, whose members it would "
+              "become; choose another output (nothing written)\n", path, base);
+      return CLI_USAGE;
+    }
+  }
+  if (exists && !force) {
+    fprintf(stderr, "dcr: %s: already exists; use -f to replace it\n", path);
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+const char *cli_checkpoint_path(const char *path, char *buf, size_t cap) {
+  static const char suffix[] = ".safetensors.index.json";
+  size_t n = strlen(path), k = sizeof suffix - 1;
+  struct stat st;
+  if (n < k || strcmp(path + n - k, suffix) || stat(path, &st) || !S_ISREG(st.st_mode)) return path;
+  const char *slash = strrchr(path, '/');
+  snprintf(buf, cap, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+  return buf;
+}
+
+const char *cli_kind_name(int kind) {
+  return kind == DCR_KIND_RAW ? "raw" : kind == DCR_KIND_SET ? "set" : "safetensors";
+}
+
+int cli_checkpoint_kind(const char *path, int raw) {
+  struct stat st;
+  if (!stat(path, &st) && S_ISDIR(st.st_mode)) return DCR_KIND_SET;
+  return raw ? DCR_KIND_RAW : DCR_KIND_SAFETENSORS;
 }
 
 /* Whether path names the same file as input (device and inode: hard links and

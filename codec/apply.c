@@ -8,7 +8,8 @@
  * hash has matched. Unchanged chunks of zeros (added or recoded tensors) are
  * neither built nor written: the file is sized first and they stay holes. Or the
  * target goes to a caller's sink, in file order, from the calling thread
- * (dcr_apply_to), as the pass takes each chunk.
+ * (dcr_apply_to), as the pass takes each chunk. A set (format 1.1) is written as a
+ * directory the same way (format/set_output.c), each chunk into its member file.
  *
  * A checkpoint that is already the bundle's target is accepted too (§10.2): when
  * the input is not the base, it is read again as the target, every chunk left as
@@ -24,6 +25,7 @@
 
 #include "../format/atomic.h"
 #include "../format/checkpoint.h"
+#include "../format/set_output.h"
 #include "codec.h"
 
 /* The options' layout is the ABI ("Growing structs" in dcr.h). */
@@ -43,11 +45,13 @@ typedef struct {
   dcr_reader *r;
   const dcr_apply_options *opt;
   int as_target; /* the input is taken to be the target already: nothing to apply */
-  int base_fd, out_fd;
+  int out_fd;    /* a file output, or -1 */
+  dcr__set_output *set_out; /* a set's output, or NULL */
   output *out;
   const char *base_path;
   dcr__checkpoint base;
-  uint64_t *base_offset; /* entry -> file offset of its base tensor */
+  uint64_t *base_offset; /* entry -> offset of its base tensor (in a set's members
+                            read as one file) */
 } applier;
 
 static uint64_t target_size(const dcr__manifest *m) {
@@ -61,11 +65,16 @@ static uint64_t zero_bytes(const dcr_reader *r, int as_target) {
   uint64_t n = 0;
   for (uint64_t i = 0; !as_target && i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
-    if ((e->presence & DCR__HAS_TARGET) && !dcr__entry_delta_coded(e)) n += e->target.byte_length;
+    if (e->presence & DCR__HAS_TARGET) {
+      uint64_t length = e->target.byte_length;
+      n += length - (length > SIZE_MAX ? 0 : dcr__entry_base_span(e, 0, (size_t)length));
+    }
   }
   for (uint64_t k = 0; !as_target && k < r->chunk_count; k++) {
     const dcr__entry *e = &m->entries[r->chunks[k].tensor];
-    if (!dcr__entry_delta_coded(e)) n -= dcr__chunk_bytes(m, e, r->chunks[k].chunk);
+    uint64_t at = (uint64_t)r->chunks[k].chunk * m->chunk_size;
+    size_t bytes = dcr__chunk_bytes(m, e, r->chunks[k].chunk);
+    n -= bytes - dcr__entry_base_span(e, at, bytes);
   }
   return n;
 }
@@ -98,9 +107,11 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
 static int write_output(void *ctx, const dcr__pass_chunk *c, dcr_detail *d) {
   applier *a = ctx;
   const dcr__manifest *m = &a->r->man;
-  if (a->out_fd < 0 || !c->bytes || c->zero) return DCR_OK; /* zeros: a hole, already */
-  return dcr__pwrite_full(a->out_fd, c->result, c->bytes,
-                          m->prefix_length + m->entries[c->job->entry].target.offset + c->at, d);
+  if (!c->bytes || c->zero) return DCR_OK; /* zeros: a hole, already */
+  uint64_t at = m->entries[c->job->entry].target.offset + c->at;
+  if (a->set_out) return dcr__set_output_write(a->set_out, at, c->result, c->bytes, d);
+  if (a->out_fd < 0) return DCR_OK;
+  return dcr__pwrite_full(a->out_fd, c->result, c->bytes, m->prefix_length + at, d);
 }
 
 /* The pass's take hook for a sink: chunks come in file order, on the calling
@@ -129,11 +140,12 @@ static int hash_unread(applier *a, dcr_detail *d) {
     const dcr__entry *e = &m->entries[i];
     if (!(e->presence & DCR__HAS_BASE) || dcr__entry_delta_coded(e)) continue;
     uint8_t h[16];
-    int rc = dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, h, d);
+    int rc = dcr__hash_range(&a->base, a->base_offset[i], e->base.byte_length, h, d);
     if (!rc && !DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's"));
-    if (rc) return dcr__detail_file(d, a->base_path), rc;
+    if (rc && !d->file[0]) dcr__detail_file(d, a->base_path);
+    if (rc) return rc;
   }
   return DCR_OK;
 }
@@ -141,17 +153,30 @@ static int hash_unread(applier *a, dcr_detail *d) {
 static void applier_free(applier *a) {
   free(a->base_offset);
   dcr__checkpoint_free(&a->base);
-  if (a->base_fd >= 0) close(a->base_fd);
+}
+
+static unsigned output_flags(const dcr_apply_options *o) {
+  return (o->no_replace ? 0 : DCR__ATOMIC_REPLACE) | (o->sync ? DCR__ATOMIC_SYNC : 0);
+}
+
+/* A set's output: its temporary directory, every member created and sized. */
+static int open_set_output(applier *a, dcr__set_output *so, dcr_detail *d) {
+  const dcr__manifest *m = &a->r->man;
+  int rc = dcr__set_output_open(so, a->out->path, m->members, m->member_count,
+                                output_flags(a->opt), d);
+  if (!rc) rc = dcr__set_output_check_space(so, target_size(m) - zero_bytes(a->r, a->as_target), d);
+  if (!rc) rc = dcr__set_output_create(so, d);
+  if (rc) dcr__set_output_abort(so);
+  else a->set_out = so;
+  return rc;
 }
 
 /* The file output: its temporary file, sized to the target at once (zeros stay
  * holes), after a check that the filesystem has room for what will be written. */
 static int open_output(applier *a, dcr__atomic *at, dcr_detail *d) {
   const dcr__manifest *m = &a->r->man;
-  unsigned flags = (a->opt->no_replace ? 0 : DCR__ATOMIC_REPLACE) |
-                   (a->opt->sync ? DCR__ATOMIC_SYNC : 0);
   uint64_t size = target_size(m);
-  int rc = dcr__atomic_open(at, a->out->path, flags, d);
+  int rc = dcr__atomic_open(at, a->out->path, output_flags(a->opt), d);
   if (!rc) rc = dcr__atomic_check_space(at, size - zero_bytes(a->r, a->as_target), d);
   if (!rc && size > (uint64_t)INT64_MAX)
     rc = dcr__fail(d, DCR_E_IO, "the target's size does not fit a file offset");
@@ -178,7 +203,7 @@ static int input_is_base(const applier *a) {
     const dcr__entry *e = &m->entries[i];
     uint8_t h[16];
     if (!(e->presence & DCR__HAS_BASE)) continue;
-    if (dcr__hash_range(a->base_fd, a->base_offset[i], e->base.byte_length, h, NULL) ||
+    if (dcr__hash_range(&a->base, a->base_offset[i], e->base.byte_length, h, NULL) ||
         memcmp(h, e->base.hash, 16))
       return 0;
   }
@@ -201,8 +226,9 @@ static int is_target_already(const applier *a) {
     uint8_t *p = malloc(bytes + 1), *pieces = malloc(16 * DCR__PIECES(bytes) + 1);
     int target = 0;
     if (p && pieces &&
-        !dcr__pread_full(a->base_fd, p, bytes,
-                         a->base_offset[c->tensor] + (uint64_t)c->chunk * m->chunk_size, NULL)) {
+        !dcr__checkpoint_pread(&a->base, p, bytes,
+                               a->base_offset[c->tensor] + (uint64_t)c->chunk * m->chunk_size,
+                               NULL)) {
       uint64_t check = dcr__pieces_check(pieces, dcr__pieces(p, bytes, pieces));
       target = check != c->base_check && check == c->target_check;
     }
@@ -216,21 +242,18 @@ static int is_target_already(const applier *a) {
 static int apply_as(dcr_reader *r, const char *base_path, output *out,
                     const dcr_apply_options *opt, int as_target, dcr_detail *d) {
   dcr_limits lim = r->lim;
-  applier a = {.r = r, .opt = opt, .as_target = as_target, .base_fd = -1, .out_fd = -1,
-               .out = out, .base_path = base_path};
-  dcr__file input = {.fd = -1, .path = base_path};
+  applier a = {.r = r, .opt = opt, .as_target = as_target, .out_fd = -1, .out = out,
+               .base_path = base_path};
+  dcr__file input = {.ck = &a.base, .path = base_path};
   dcr__pass_spec spec = {.r = r, .verify = DCR_VERIFY_FULL, .as_target = as_target,
                          .lazy_zeros = 1, .threads = opt->threads, .cancel = opt->cancel,
                          .progress = opt->progress, .progress_opaque = opt->progress_opaque,
                          .input = dcr__file_input, .input_ctx = &input, .emit = write_output,
                          .take = out->write ? send_output : NULL, .ctx = &a};
   dcr__atomic at = {.fd = -1, .dir_fd = -1};
+  dcr__set_output so = {.dir_fd = -1, .root_fd = -1};
   dcr__pass *pass = NULL;
-  int rc = DCR_OK;
-  a.base_fd = open(base_path, O_RDONLY | O_CLOEXEC);
-  if (a.base_fd < 0) rc = dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
-  if (!rc) rc = dcr__checkpoint_read(a.base_fd, r->man.kind, &lim, &a.base, d);
-  if (rc) dcr__detail_file(d, base_path);
+  int rc = dcr__checkpoint_open(base_path, r->man.kind, &lim, r->minor, &a.base, d);
   if (!rc && !(a.base_offset = calloc((size_t)r->man.entry_count + 1, sizeof *a.base_offset)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   if (!rc && (rc = dcr__match_checkpoint(&r->man, &a.base, as_target, a.base_offset, d)))
@@ -238,10 +261,10 @@ static int apply_as(dcr_reader *r, const char *base_path, output *out,
   if (!rc && out->write && !as_target && is_target_already(&a))
     rc = (dcr__detail_file(d, base_path),
           dcr__fail(d, DCR_E_BASE_MISMATCH, "the input is the bundle's target already"));
-  input.fd = a.base_fd;
   input.offsets = a.base_offset;
   if (!rc) rc = dcr__pass_init(&pass, &spec, d);
-  if (!rc && out->path) rc = open_output(&a, &at, d);
+  if (!rc && out->path)
+    rc = r->man.kind == DCR_KIND_SET ? open_set_output(&a, &so, d) : open_output(&a, &at, d);
   if (!rc) rc = dcr__pass_run(pass, d);
   if (!rc) rc = hash_unread(&a, d);
   if (!rc && out->write && !out->sent) /* no target tensor: the prefix alone */
@@ -252,7 +275,9 @@ static int apply_as(dcr_reader *r, const char *base_path, output *out,
     rc = (dcr__detail_init(d), dcr__detail_file(d, base_path),
           dcr__fail(d, DCR_E_BASE_MISMATCH, "the input is not the bundle's base"));
   if (!rc && a.out_fd >= 0) rc = dcr__atomic_commit(&at, d);
+  if (!rc && a.set_out) rc = dcr__set_output_commit(&so, d);
   dcr__atomic_abort(&at);
+  dcr__set_output_abort(&so);
   if (rc && !d->file[0]) dcr__detail_file(d, rc == DCR_E_BASE_MISMATCH ? base_path : r->path);
   dcr__pass_free(pass);
   applier_free(&a);
@@ -312,8 +337,9 @@ int dcr_apply(dcr_reader *r, const char *base_path, const char *out_path,
 int dcr_apply_to(dcr_reader *r, const char *base_path, const dcr_apply_options *opt,
                  dcr_write_fn write, void *opaque, dcr_detail *d) {
   output out = {.write = write, .opaque = opaque};
-  if (!write) {
-    if (d) dcr__detail_init(d), dcr__fail(d, DCR_E_ARGUMENT, "no sink");
+  if (!write || r->man.kind == DCR_KIND_SET) {
+    if (d) dcr__detail_init(d), dcr__fail(d, DCR_E_ARGUMENT, write ? "a set's target is a "
+                                          "directory: it cannot go to a stream" : "no sink");
     return DCR_E_ARGUMENT;
   }
   return apply(r, base_path, &out, opt, d);
@@ -327,14 +353,17 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
   if (!d) d = &scratch;
   dcr__detail_init(d);
   const dcr__manifest *m = &r->man;
-  dcr__checkpoint ck = {0};
-  int fd = open(path, O_RDONLY | O_CLOEXEC), rc = DCR_OK;
-  if (fd < 0) rc = dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
-  if (!rc) rc = dcr__checkpoint_read(fd, m->kind, &r->lim, &ck, d);
-  if (!rc && (ck.prefix_length != m->prefix_length ||
-              (m->prefix_length && memcmp(ck.prefix, m->prefix, (size_t)m->prefix_length)) ||
-              ck.file_size != m->prefix_length + m->data_length))
-    rc = dcr__fail(d, DCR_E_TARGET_MISMATCH, "file's header or size differs from the target's");
+  dcr__checkpoint ck;
+  int rc = dcr__checkpoint_open(path, m->kind, &r->lim, r->minor, &ck, d);
+  /* a set's table is compared without the base's raw paths, which are the bundle's */
+  uint64_t compared = m->kind == DCR_KIND_SET ? m->members_length : m->prefix_length;
+  uint64_t own = m->kind == DCR_KIND_SET && !rc ? ck.prefix_length - 4 : ck.prefix_length;
+  if (!rc && (own != compared ||
+              (compared && memcmp(ck.prefix, m->prefix, (size_t)compared)) ||
+              ck.file_size - ck.prefix_length != m->data_length))
+    rc = dcr__fail(d, DCR_E_TARGET_MISMATCH, m->kind == DCR_KIND_SET
+                   ? "the directory's members, their headers or sizes differ from the target's"
+                   : "file's header or size differs from the target's");
   size_t j = 0;
   uint64_t done = 0, total = m->data_length;
   for (uint64_t i = 0; i < m->entry_count && !rc; i++) {
@@ -347,15 +376,14 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
     /* equal prefixes make the tensor lists equal, in the same name order */
     const dcr__tensor *t = &ck.tensors[j++];
     uint8_t h[16];
-    rc = dcr__hash_range(fd, ck.prefix_length + t->desc.offset, t->desc.byte_length, h, d);
+    rc = dcr__hash_range(&ck, ck.prefix_length + t->desc.offset, t->desc.byte_length, h, d);
     if (!rc && memcmp(h, e->target.hash, 16))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_TARGET_MISMATCH, "tensor's hash differs from the target's"));
     done += t->desc.byte_length;
     if (!rc && opt && opt->progress) opt->progress(opt->progress_opaque, done, total);
   }
-  if (rc) dcr__detail_file(d, path);
+  if (rc && !d->file[0]) dcr__detail_file(d, path);
   dcr__checkpoint_free(&ck);
-  if (fd >= 0) close(fd);
   return rc;
 }

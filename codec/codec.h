@@ -185,9 +185,9 @@ DCR_HIDDEN uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count);
 DCR_HIDDEN void dcr__digest128(XXH3_state_t *st, uint8_t out[16]);
 /* The tensor hash of `length` bytes in memory. */
 DCR_HIDDEN void dcr__hash_memory(const uint8_t *p, uint64_t length, uint8_t out[16]);
-/* The tensor hash of `length` bytes of fd from `start`. */
-DCR_HIDDEN int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16],
-                               dcr_detail *d);
+/* The tensor hash of `length` bytes of checkpoint c from `start`. */
+DCR_HIDDEN int dcr__hash_range(const dcr__checkpoint *c, uint64_t start, uint64_t length,
+                               uint8_t out[16], dcr_detail *d);
 
 /* ---- pool.c: worker threads that run a stream of jobs ahead of the caller */
 typedef struct dcr__pool dcr__pool;
@@ -270,7 +270,7 @@ DCR_HIDDEN void dcr__pass_free(dcr__pass *pass);
  * shrinks or changes meanwhile cannot raise SIGBUS or change the bytes after
  * they are hashed; errors name the file. */
 typedef struct {
-  int fd;
+  const dcr__checkpoint *ck;
   const uint64_t *offsets;
   const char *path;
 } dcr__file;

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../format/checkpoint.h"
@@ -35,9 +36,9 @@ typedef struct {
 typedef struct {
   const dcr_encode_options *opt;
   dcr__checkpoint ck[2]; /* base, target */
-  int fd[2];
   const char *path[2];
   dcr__manifest man;
+  uint8_t *table; /* a set's table: the manifest's prefix */
   job *jobs;
   size_t job_count;
   slot *slots;
@@ -54,6 +55,7 @@ typedef struct {
 } encoder;
 
 static uint64_t tensor_start(const encoder *e, int side, const dcr__desc *t) {
+  /* a file offset, or for a set one in its members read as one file */
   return e->ck[side].prefix_length + t->offset;
 }
 
@@ -74,17 +76,18 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
   const dcr__entry *en = &e->man.entries[jb->entry];
   uint64_t at = (uint64_t)jb->chunk * e->man.chunk_size;
   s->bytes = dcr__chunk_bytes(&e->man, en, jb->chunk);
-  int rc = dcr__view_open(&s->target, e->fd[1], tensor_start(e, 1, &en->target) + at, s->bytes,
-                          s->target_buffer, &s->detail);
-  if (!rc && dcr__entry_delta_coded(en)) {
-    rc = dcr__view_open(&s->base, e->fd[0], tensor_start(e, 0, &en->base) + at, s->bytes,
-                        s->base_buffer, &s->detail);
-    if (rc) dcr__detail_file(&s->detail, e->path[0]);
-  } else if (!rc) {
-    memset(s->base_buffer, 0, s->bytes);
+  size_t span = dcr__entry_base_span(en, at, s->bytes); /* the rest: zeros */
+  int rc = dcr__checkpoint_view(&s->target, &e->ck[1], tensor_start(e, 1, &en->target) + at,
+                                s->bytes, s->target_buffer, &s->detail);
+  if (rc && !s->detail.file[0]) dcr__detail_file(&s->detail, e->path[1]);
+  if (!rc && span) {
+    rc = dcr__checkpoint_view(&s->base, &e->ck[0], tensor_start(e, 0, &en->base) + at, span,
+                              s->base_buffer, &s->detail);
+    if (rc && !s->detail.file[0]) dcr__detail_file(&s->detail, e->path[0]);
+  }
+  if (!rc && span < s->bytes) {
+    memset(s->base_buffer + span, 0, s->bytes - span);
     s->base = (dcr__view){.data = s->base_buffer};
-  } else {
-    dcr__detail_file(&s->detail, e->path[1]);
   }
   if (!rc) {
     rc = dcr__encode_chunk(&s->enc, s->base.data, s->target.data, s->bytes,
@@ -92,6 +95,16 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
     if (rc) dcr__fail(&s->detail, rc, "cannot encode chunk");
   }
   s->rc = rc;
+}
+
+/* §6.5: what the reference writer codes against its base's common prefix: the
+ * same dtype and rank, a shape that differs in its first dimension only (rows
+ * added or dropped), or a raw file that grew or shrank. */
+static int resizable(const dcr__entry *en) {
+  const dcr__desc *b = &en->base, *t = &en->target;
+  return b->dtype == t->dtype && b->byte_length != t->byte_length && b->rank == t->rank &&
+         b->rank >= 1 && b->byte_length && t->byte_length &&
+         (b->rank == 1 || !memcmp(b->dims + 1, t->dims + 1, (b->rank - 1) * sizeof *b->dims));
 }
 
 /* Merges the two name-sorted tensor lists into manifest entries (§6.1). */
@@ -111,20 +124,49 @@ static int build_manifest(encoder *e, dcr_detail *d) {
       return dcr__fail(d, DCR_E_LIMIT, "tensor name of %zu bytes", named->name_length);
     en->name = named->name;
     en->name_length = (uint16_t)named->name_length;
-    if (c <= 0) en->presence |= DCR__HAS_BASE, en->base = x->desc, i++;
-    if (c >= 0) en->presence |= DCR__HAS_TARGET, en->target = y->desc, j++;
+    if (c <= 0) {
+      en->presence |= DCR__HAS_BASE, en->base = x->desc, i++;
+      if (x->raw_member) en->raw |= DCR__HAS_BASE;
+    }
+    if (c >= 0) {
+      en->presence |= DCR__HAS_TARGET, en->target = y->desc, j++;
+      if (y->raw_member) en->raw |= DCR__HAS_TARGET;
+    }
+    en->resized = !c && e->opt->max_minor > 0 && resizable(en);
     e->stats.tensors_added += c > 0;
     e->stats.tensors_removed += c < 0;
-    e->stats.tensors_recoded += !c && !dcr__entry_delta_coded(en);
+    e->stats.tensors_recoded += !c && !dcr__entry_delta_coded(en) && !en->resized;
+    e->stats.tensors_resized += en->resized;
     n++;
   }
   if (n > UINT32_MAX) return dcr__fail(d, DCR_E_LIMIT, "%zu tensors", n);
+  if (!e->opt->unrelated && b->count && t->count && n == b->count + t->count)
+    return dcr__fail(d, DCR_E_ARGUMENT, "base and target share no tensor name (the base has "
+                     "%zu tensors, the target %zu): not two versions of one model, or two "
+                     "shards that do not correspond? Every tensor would be sent whole; to do "
+                     "that anyway, allow unrelated inputs (dcr encode --unrelated)",
+                     b->count, t->count);
   e->man.entry_count = n;
   e->man.chunk_size = e->opt->chunk_size;
   e->man.kind = t->kind;
   e->man.prefix = t->prefix;
   e->man.prefix_length = t->prefix_length;
   e->man.data_length = t->file_size - t->prefix_length;
+  if (t->kind == DCR_KIND_SET) {
+    size_t length;
+    int rc = dcr__set_table_write(t, b, &e->table, &length, d);
+    if (rc) return rc;
+    e->man.prefix = e->table;
+    e->man.prefix_length = length;
+  }
+  unsigned minor = dcr__manifest_minor(&e->man);
+  if (minor > (unsigned)e->opt->max_minor)
+    return dcr__fail(d, DCR_E_ARGUMENT, "the bundle needs format 1.%u (%s), over the %d.%d "
+                     "asked for", minor, t->kind == DCR_KIND_SET ? "a checkpoint set"
+                                                                 : "a dtype added in 1.1",
+                     DCR_FORMAT_MAJOR, e->opt->max_minor);
+  e->w.minor = minor;
+  e->stats.format_minor = minor;
   return DCR_OK;
 }
 
@@ -158,7 +200,7 @@ static int begin_entry(encoder *e, uint32_t i, dcr_detail *d) {
   XXH3_128bits_reset(&e->base_hash);
   XXH3_128bits_reset(&e->target_hash);
   if ((en->presence & DCR__HAS_BASE) && !dcr__entry_delta_coded(en)) {
-    int rc = dcr__hash_range(e->fd[0], tensor_start(e, 0, &en->base), en->base.byte_length,
+    int rc = dcr__hash_range(&e->ck[0], tensor_start(e, 0, &en->base), en->base.byte_length,
                              en->base.hash, d);
     if (rc) return dcr__detail_file(d, e->path[0]), rc;
   }
@@ -257,7 +299,7 @@ static int write_tail(encoder *e, dcr_detail *d) {
  * limits rejects. Inputs read under looser limits could lead there (a 5000-byte
  * name, rank 20), so the manifest is read back as such a reader would. */
 static int check_manifest(const uint8_t *buf, size_t n, const dcr_limits *inputs,
-                          dcr_detail *d) {
+                          unsigned minor, dcr_detail *d) {
   dcr_limits lim;
   dcr__manifest m;
   dcr_limits_default(&lim);
@@ -267,7 +309,7 @@ static int check_manifest(const uint8_t *buf, size_t n, const dcr_limits *inputs
   memcpy(copy, buf, n);
   dcr_detail why;
   dcr__detail_init(&why);
-  int rc = dcr__manifest_parse(copy, n, &lim, &m, &why); /* takes copy */
+  int rc = dcr__manifest_parse(copy, n, &lim, minor, &m, &why); /* takes copy */
   if (rc) return dcr__fail(d, rc, "a reader with the default limits would reject this bundle: %s",
                            why.message);
   dcr__manifest_free(&m);
@@ -280,8 +322,12 @@ static int write_head(encoder *e, dcr_detail *d) {
   int rc = dcr__writer_header(&e->w, d);
   if (!rc && dcr__manifest_serialize(&e->man, &buf, &n))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot serialize the manifest");
-  if (!rc) rc = check_manifest(buf, n, &e->lim, d);
+  if (!rc) rc = check_manifest(buf, n, &e->lim, e->w.minor, d);
   if (!rc) rc = dcr__writer_packed_section(&e->w, DCR__SEC_MANI, buf, n, d);
+  free(buf);
+  buf = NULL;
+  if (!rc && dcr__rsiz_write(&e->man, &buf, &n)) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  if (!rc && n) rc = dcr__writer_section(&e->w, DCR__SEC_RSIZ, buf, n, NULL, 0, NULL, d);
   free(buf);
   buf = NULL;
   if (!rc && e->opt->meta_count) {
@@ -299,6 +345,9 @@ static int check_options(const dcr_encode_options *o, dcr_detail *d) {
   if (o->level < 0 || o->level > ZSTD_maxCLevel())
     return dcr__fail(d, DCR_E_ARGUMENT, "zstd level %d outside 0..%d", o->level, ZSTD_maxCLevel());
   if (o->threads > 1024) return dcr__fail(d, DCR_E_ARGUMENT, "%u threads", o->threads);
+  if (o->max_minor < 0 || o->max_minor > DCR_FORMAT_MINOR)
+    return dcr__fail(d, DCR_E_ARGUMENT, "format 1.%d: this library writes 1.0 to 1.%d",
+                     o->max_minor, DCR_FORMAT_MINOR);
   /* before the first byte reaches the sink */
   uint8_t *meta = NULL;
   size_t n;
@@ -307,17 +356,29 @@ static int check_options(const dcr_encode_options *o, dcr_detail *d) {
   return rc;
 }
 
-static int open_inputs(encoder *e, dcr_detail *d) {
-  dcr_limits *lim = &e->lim;
-  for (int i = 0; i < 2; i++) {
-    e->fd[i] = open(e->path[i], O_RDONLY | O_CLOEXEC);
-    int rc = e->fd[i] < 0 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno))
-                          : dcr__checkpoint_read(e->fd[i], e->opt->raw ? DCR_KIND_RAW
-                                                                       : DCR_KIND_SAFETENSORS,
-                                                 lim, &e->ck[i], d);
-    if (rc) return dcr__detail_file(d, e->path[i]), rc;
-  }
+/* Two directories are sets; a directory and a file, a mistake. */
+static int input_kind(const encoder *e, int *kind, dcr_detail *d) {
+  struct stat st[2];
+  for (int i = 0; i < 2; i++)
+    if (stat(e->path[i], &st[i]))
+      return dcr__detail_file(d, e->path[i]),
+             dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+  int dirs = S_ISDIR(st[0].st_mode) + S_ISDIR(st[1].st_mode);
+  if (dirs == 1)
+    return dcr__detail_file(d, e->path[!S_ISDIR(st[0].st_mode)]),
+           dcr__fail(d, DCR_E_ARGUMENT, "one input is a directory and the other is not: a "
+                     "sharded model is encoded directory to directory");
+  *kind = dirs ? DCR_KIND_SET : e->opt->raw ? DCR_KIND_RAW : DCR_KIND_SAFETENSORS;
   return DCR_OK;
+}
+
+static int open_inputs(encoder *e, dcr_detail *d) {
+  int kind = DCR_KIND_SAFETENSORS, rc = input_kind(e, &kind, d);
+  for (int i = 0; !rc && i < 2; i++)
+    rc = kind == DCR_KIND_SET ? dcr__set_read(e->path[i], &e->lim, DCR_FORMAT_MINOR, 1, &e->ck[i], d)
+                              : dcr__checkpoint_open(e->path[i], kind, &e->lim, DCR_FORMAT_MINOR,
+                                                     &e->ck[i], d);
+  return rc;
 }
 
 static int make_slots(encoder *e, size_t count, dcr_detail *d) {
@@ -344,10 +405,8 @@ static void encoder_free(encoder *e) {
     dcr__chunk_encoder_free(&e->slots[i].enc);
   }
   free(e->slots);
-  for (int i = 0; i < 2; i++) {
-    if (e->fd[i] >= 0) close(e->fd[i]);
-    dcr__checkpoint_free(&e->ck[i]);
-  }
+  for (int i = 0; i < 2; i++) dcr__checkpoint_free(&e->ck[i]);
+  free(e->table);
   free(e->man.entries);
   free(e->jobs);
   free(e->index);
@@ -355,13 +414,15 @@ static void encoder_free(encoder *e) {
 
 /* The options' layout is the ABI ("Growing structs" in dcr.h). */
 _Static_assert(sizeof(void *) != 8 || (sizeof(dcr_encode_options) == 120 &&
-                                       offsetof(dcr_encode_options, reserved_) == 72),
+                                       offsetof(dcr_encode_options, unrelated) == 72 &&
+                                       offsetof(dcr_encode_options, reserved_) == 80),
                "dcr_encode_options changed size");
 
 void dcr_encode_options_default(dcr_encode_options *o) {
   memset(o, 0, sizeof *o);
   o->chunk_size = 4u << 20;
   o->level = 3;
+  o->max_minor = DCR_FORMAT_MINOR;
 }
 
 int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_options *opt,
@@ -371,7 +432,7 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   dcr__detail_init(d);
   dcr_encode_options defaults;
   if (!opt) dcr_encode_options_default(&defaults), opt = &defaults;
-  encoder e = {.opt = opt, .fd = {-1, -1}, .path = {base_path, target_path},
+  encoder e = {.opt = opt, .path = {base_path, target_path},
                .w = {.write = write, .opaque = opaque, .level = opt->level}};
   dcr_limits_default(&e.lim);
   if (opt->max_memory) e.lim.max_memory = opt->max_memory;

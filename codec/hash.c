@@ -72,7 +72,8 @@ void dcr__hash_memory(const uint8_t *p, uint64_t length, uint8_t out[16]) {
   dcr__digest128(&st, out);
 }
 
-int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16], dcr_detail *d) {
+int dcr__hash_range(const dcr__checkpoint *c, uint64_t start, uint64_t length, uint8_t out[16],
+                    dcr_detail *d) {
   uint8_t *buf = malloc(RANGE_BUFFER);
   if (!buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a read buffer");
   XXH3_state_t st;
@@ -81,7 +82,7 @@ int dcr__hash_range(int fd, uint64_t start, uint64_t length, uint8_t out[16], dc
   int rc = DCR_OK;
   for (uint64_t at = 0; at < length && !rc; at += RANGE_BUFFER) {
     size_t n = length - at < RANGE_BUFFER ? (size_t)(length - at) : RANGE_BUFFER;
-    rc = dcr__pread_full(fd, buf, n, start + at, d);
+    rc = dcr__checkpoint_pread(c, buf, n, start + at, d);
     if (!rc) update_pieces(&st, buf, n);
   }
   if (!rc) dcr__digest128(&st, out);

@@ -47,14 +47,15 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
 int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                     uint8_t *fallback, dcr_detail *d) {
   const dcr__file *f = input_ctx;
-  int rc = dcr__view_open(view, f->fd, f->offsets[entry] + at, bytes, fallback, d);
-  if (rc) dcr__detail_file(d, f->path);
+  int rc = dcr__checkpoint_view(view, f->ck, f->offsets[entry] + at, bytes, fallback, d);
+  if (rc && d && !d->file[0]) dcr__detail_file(d, f->path);
   return rc;
 }
 
-/* Whether the pass reads an entry's input bytes (else it starts from zeros). */
-static int reads_input(const dcr__pass_spec *s, const dcr__entry *e) {
-  return s->as_target || dcr__entry_delta_coded(e);
+/* How many of a chunk's input bytes the pass reads (the rest are zeros): all of
+ * them from a target, else those coded against the base (§6.5 for resized ones). */
+static size_t input_span(const dcr__pass_spec *s, const dcr__entry *e, uint64_t at, size_t bytes) {
+  return s->as_target ? bytes : dcr__entry_base_span(e, at, bytes);
 }
 
 /* §6.3: the input must have exactly the manifest's base tensors (or, taken as the
@@ -75,6 +76,10 @@ int dcr__match_checkpoint(const dcr__manifest *m, const dcr__checkpoint *ck, int
       if (d) d->tensor = DCR_NONE, snprintf(d->tensor_name, sizeof d->tensor_name, "%s", t->name);
       return dcr__fail(d, DCR_E_BASE_MISMATCH, "base has a tensor the bundle does not expect");
     }
+    if (t->raw_member != !!(e->raw & side))
+      return dcr__fail(d, DCR_E_BASE_MISMATCH, "%s", t->raw_member
+                       ? "a file of the input set is a tensor of a shard in the bundle's"
+                       : "a tensor of the input set is a file (a raw member) in the bundle's");
     if (t->desc.dtype != want->dtype || t->desc.rank != want->rank ||
         (want->rank && memcmp(t->desc.dims, want->dims, want->rank * sizeof(uint64_t))))
       return dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor is %s of rank %u; the bundle "
@@ -228,9 +233,14 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   s->chunk.bytes = dcr__chunk_bytes(m, e, jb->chunk);
   int rc = DCR_OK, hash_input = (!c || p->spec.as_target) &&
       (p->spec.verify != DCR_VERIFY_NONE || !p->spec.changed_only || p->spec.as_target);
-  if (reads_input(&p->spec, e)) {
-    rc = p->spec.input(p->spec.input_ctx, jb->entry, s->chunk.at, s->chunk.bytes, &s->input,
-                       s->zeros, &s->detail);
+  size_t span = input_span(&p->spec, e, s->chunk.at, s->chunk.bytes);
+  if (span) {
+    rc = p->spec.input(p->spec.input_ctx, jb->entry, s->chunk.at, span, &s->input, s->zeros,
+                       &s->detail);
+    if (span < s->chunk.bytes) { /* a resized tensor's end (§6.5) */
+      memset(s->zeros + span, 0, s->chunk.bytes - span);
+      s->input = (dcr__view){.data = s->zeros};
+    }
   } else if (!c && p->spec.lazy_zeros) {
     /* zeros from nowhere: a 4 GiB tensor of them costs no memory and no writes */
     s->input = (dcr__view){0};
@@ -244,7 +254,7 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   s->chunk.input = s->chunk.result = s->input.data;
   s->chunk.result_pieces = s->input_pieces;
   /* A changed chunk's input is hashed as it is copied (apply_record). The input is
-   * the view's own buffer (dcr__view_open reads, never maps), so what is hashed
+   * the view's own buffer (dcr__checkpoint_view reads, never maps), so what is hashed
    * here is exactly what the hooks write. */
   if (!rc && hash_input) s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
   if (!rc && c)

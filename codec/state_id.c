@@ -54,7 +54,7 @@ static void hash_job(void *ctx, size_t j, unsigned worker) {
     const dcr__tensor *t = &h->c->ck.tensors[k];
     size_t bytes = jb->tensors > 1 ? (size_t)t->desc.byte_length : jb->bytes;
     dcr__view v;
-    s->rc = dcr__view_open(&v, h->c->fd, h->c->ck.prefix_length + t->desc.offset + jb->at, bytes,
+    s->rc = dcr__checkpoint_view(&v, &h->c->ck, h->c->ck.prefix_length + t->desc.offset + jb->at, bytes,
                            s->buffer, &s->detail);
     if (s->rc) {
       s->failed = k;
@@ -179,7 +179,8 @@ int dcr_checkpoint_state_id(dcr_checkpoint *c, unsigned threads, uint8_t out[16]
   XXH3_state_t st;
   dcr__state_begin(&st);
   for (size_t i = 0; i < c->ck.count; i++)
-    dcr__state_add(&st, c->ck.tensors[i].name, (uint16_t)c->ck.tensors[i].name_length,
+    if (!c->ck.tensors[i].raw_member) /* a set's state id leaves raw members out (§2.3) */
+      dcr__state_add(&st, c->ck.tensors[i].name, (uint16_t)c->ck.tensors[i].name_length,
                    &c->ck.tensors[i].desc);
   dcr__state_end(&st, c->state);
   c->hashed = 1;

@@ -22,12 +22,9 @@ int dcr_checkpoint_open(dcr_checkpoint **out, const char *path, int kind,
   dcr_checkpoint *c = calloc(1, sizeof *c);
   if (!c) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a checkpoint reader");
   snprintf(c->path, sizeof c->path, "%s", path);
-  c->fd = open(path, O_RDONLY | O_CLOEXEC);
-  int rc = c->fd < 0 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno))
-                     : dcr__checkpoint_read(c->fd, kind, &lim, &c->ck, d);
+  int rc = dcr__checkpoint_open(path, kind, &lim, DCR_FORMAT_MINOR, &c->ck, d);
   if (rc) {
-    dcr__detail_file(d, path);
-    dcr_checkpoint_free(c);
+    free(c);
     return rc;
   }
   *out = c;
@@ -36,7 +33,6 @@ int dcr_checkpoint_open(dcr_checkpoint **out, const char *path, int kind,
 
 void dcr_checkpoint_free(dcr_checkpoint *c) {
   if (!c) return;
-  if (c->fd >= 0) close(c->fd);
   dcr__checkpoint_free(&c->ck);
   free(c);
 }
@@ -47,6 +43,11 @@ void dcr_checkpoint_info(const dcr_checkpoint *c, dcr_checkpoint_summary *info) 
   info->file_size = c->ck.file_size;
   info->prefix_length = c->ck.prefix_length;
   info->tensor_count = c->ck.count;
+  info->member_count = c->ck.member_count;
+}
+
+void dcr_checkpoint_member(const dcr_checkpoint *c, uint64_t i, dcr_member_info *member) {
+  dcr__member_info(member, &c->ck.members[i]);
 }
 
 void dcr_checkpoint_tensor(const dcr_checkpoint *c, uint64_t i, dcr_tensor_side *side,

@@ -78,16 +78,18 @@ DCR_HIDDEN int dcr__pread_full(int fd, void *buf, size_t length, uint64_t offset
 DCR_HIDDEN int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset,
                                 dcr_detail *d);
 
-/* A read-only view of a file range, read into the caller's buffer (`fallback`,
- * which must hold `length` bytes; never mapped: io.c says why). Memory is the
+/* A read-only view of a checkpoint range, read into the caller's buffer (never
+ * mapped: checkpoint.c says why; dcr__checkpoint_view opens one). Memory is the
  * buffers of the views alive, whatever the file's size. */
 typedef struct {
   const uint8_t *data;
 } dcr__view;
 
-DCR_HIDDEN int dcr__view_open(dcr__view *v, int fd, uint64_t offset, size_t length,
-                              uint8_t *fallback, dcr_detail *d);
 DCR_HIDDEN void dcr__view_close(dcr__view *v);
+/* format/dtype.c: the highest dtype code of format 1.`minor` (§12, R-VER-4), and a
+ * name's code among those (0: unknown). */
+DCR_HIDDEN int dcr__dtype_max(unsigned minor);
+DCR_HIDDEN int dcr__dtype_lookup(const char *name, size_t length, unsigned minor);
 
 /* Strict UTF-8 (RFC 3629): no overlongs, no surrogates, nothing above U+10FFFF. */
 DCR_HIDDEN int dcr__utf8_valid(const uint8_t *s, size_t n);

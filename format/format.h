@@ -7,6 +7,7 @@
 
 #include <zstd.h>
 
+#include "checkpoint.h"
 #include "common.h"
 #include "xxh.h"
 
@@ -14,6 +15,7 @@
   ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 enum {
   DCR__SEC_MANI = DCR__FOURCC('M', 'A', 'N', 'I'),
+  DCR__SEC_RSIZ = DCR__FOURCC('R', 'S', 'I', 'Z'), /* 1.1 */
   DCR__SEC_META = DCR__FOURCC('M', 'E', 'T', 'A'),
   DCR__SEC_CHNK = DCR__FOURCC('C', 'H', 'N', 'K'),
   DCR__SEC_IDEN = DCR__FOURCC('I', 'D', 'E', 'N'),
@@ -30,7 +32,8 @@ enum {
 #define DCR__MIN_CHUNK_SIZE 4096u
 
 /* ---- header.c: the 64-byte bundle header (§4.1) */
-DCR_HIDDEN void dcr__header_write(uint8_t out[DCR__HEADER_SIZE]);
+/* minor: the lowest minor version whose features the bundle uses (R-WRT-4) */
+DCR_HIDDEN void dcr__header_write(uint8_t out[DCR__HEADER_SIZE], unsigned minor);
 DCR_HIDDEN int dcr__header_parse(const uint8_t *p, uint64_t available, unsigned *minor,
                                  dcr_detail *d);
 
@@ -70,6 +73,8 @@ typedef struct {
   const char *name; /* not NUL-terminated */
   uint16_t name_length;
   uint8_t presence; /* DCR__HAS_BASE | DCR__HAS_TARGET */
+  uint8_t raw;      /* the sides (DCR__HAS_*) that are a set's raw members (§6.6) */
+  uint8_t resized;  /* listed by RSIZ (§6.5) */
   dcr__desc base, target;
 } dcr__entry;
 #define DCR__HAS_BASE 1u
@@ -84,16 +89,42 @@ typedef struct {
   dcr__entry *entries;
   uint64_t *dims_pool;
   uint8_t *storage; /* owns what names and prefix point into */
+  /* a set (kind 3): the target's members, pointing into the prefix (fd -1), and
+   * the length of the table's members part */
+  dcr__member *members;
+  size_t member_count, members_length;
 } dcr__manifest;
 
-/* Parses and checks every rule of §6.2; takes ownership of `payload` (freed on
- * failure too). */
+/* Parses and checks every rule of §6.2 as format 1.`minor` has them (R-VER-4);
+ * takes ownership of `payload` (freed on failure too). */
 DCR_HIDDEN int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,
-                                   dcr__manifest *m, dcr_detail *d);
+                                   unsigned minor, dcr__manifest *m, dcr_detail *d);
 DCR_HIDDEN int dcr__manifest_serialize(const dcr__manifest *m, uint8_t **out, size_t *length);
 DCR_HIDDEN void dcr__manifest_free(dcr__manifest *m);
 /* Delta-coded: both sides present with equal dtype and byte length (§6.2). */
 DCR_HIDDEN int dcr__entry_delta_coded(const dcr__entry *e);
+/* How many of the target bytes [at, at + bytes) are coded against base bytes
+ * (the rest against zeros): all of them for a delta-coded tensor, those below the
+ * base's length for a resized one (§6.5), none otherwise. */
+DCR_HIDDEN size_t dcr__entry_base_span(const dcr__entry *e, uint64_t at, size_t bytes);
+/* The minor version a manifest needs (§12): 1 for a set, a resized tensor or a
+ * dtype of 1.1; else 0. */
+DCR_HIDDEN unsigned dcr__manifest_minor(const dcr__manifest *m);
+
+/* ---- set_table.c: the set table of a set's manifest (§6.6) */
+/* Checks m's prefix as a set table (R-SET-1), then against the entries (R-SET-2),
+ * marking the entries that are raw members; fills m->members. */
+DCR_HIDDEN int dcr__set_table_check(dcr__manifest *m, const dcr_limits *lim, unsigned minor,
+                                    dcr_detail *d);
+/* The table of a bundle from set `base` to set `target`: the target's members and
+ * the base's raw member paths. */
+DCR_HIDDEN int dcr__set_table_write(const dcr__checkpoint *target, const dcr__checkpoint *base,
+                                    uint8_t **out, size_t *length, dcr_detail *d);
+
+/* ---- resize.c: the RSIZ section (§6.5) */
+DCR_HIDDEN int dcr__rsiz_parse(const uint8_t *p, size_t length, dcr__manifest *m, dcr_detail *d);
+/* The payload for m's resized entries, or *length 0 if none. */
+DCR_HIDDEN int dcr__rsiz_write(const dcr__manifest *m, uint8_t **out, size_t *length);
 DCR_HIDDEN uint64_t dcr__chunk_count(uint64_t byte_length, uint32_t chunk_size);
 /* Bytes in chunk c of entry e's target: chunk_size, or less for the last chunk. */
 DCR_HIDDEN size_t dcr__chunk_bytes(const dcr__manifest *m, const dcr__entry *e, uint64_t c);
@@ -155,6 +186,7 @@ typedef struct {
   void *opaque;
   uint64_t offset;
   int level; /* zstd level for MANI and META; 0 = store */
+  unsigned minor; /* written in the header */
 } dcr__writer;
 
 DCR_HIDDEN int dcr__writer_header(dcr__writer *w, dcr_detail *d);
@@ -203,5 +235,6 @@ struct dcr_reader {
 
 /* ---- query.c: the public views of descriptors */
 DCR_HIDDEN void dcr__tensor_side(dcr_tensor_side *out, const dcr__desc *t, int present);
+DCR_HIDDEN void dcr__member_info(dcr_member_info *out, const dcr__member *m);
 
 #endif

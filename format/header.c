@@ -7,11 +7,11 @@
 
 static const uint8_t magic[8] = {0x89, 'D', 'C', 'R', '\r', '\n', 0x1A, '\n'};
 
-void dcr__header_write(uint8_t out[DCR__HEADER_SIZE]) {
+void dcr__header_write(uint8_t out[DCR__HEADER_SIZE], unsigned minor) {
   memset(out, 0, DCR__HEADER_SIZE);
   memcpy(out, magic, sizeof magic);
   dcr__put16(out + 8, DCR_FORMAT_MAJOR);
-  dcr__put16(out + 10, DCR_FORMAT_MINOR);
+  dcr__put16(out + 10, (uint16_t)minor);
   dcr__put64(out + 56, XXH3_64bits(out, 56));
 }
 

@@ -39,7 +39,7 @@ void dcr__state_id(const dcr__manifest *m, unsigned side, uint8_t out[16]) {
   dcr__state_begin(&st);
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
-    if (e->presence & side)
+    if ((e->presence & side) && !(e->raw & side)) /* a set's raw members: R-SET-3 */
       dcr__state_add(&st, e->name, e->name_length, side == DCR__HAS_BASE ? &e->base : &e->target);
   }
   dcr__state_end(&st, out);

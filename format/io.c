@@ -1,6 +1,6 @@
 /*
  * io.c - whole reads and writes (retry on EINTR and short counts, report errno)
- * and read-only views of file ranges.
+ * and the end of read-only views (checkpoint.c opens them).
  */
 #include <errno.h>
 #include <unistd.h>
@@ -31,18 +31,6 @@ int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset, dc
     p += r, length -= (size_t)r, offset += (uint64_t)r;
   }
   return DCR_OK;
-}
-
-/* Read, never mapped: a mapped file that a writer truncates ends the process with
- * SIGBUS, and one that a writer modifies changes under the hash that vouches for
- * it. Read into the caller's buffer, the bytes are private: what is hashed is what
- * is written. (Measured on a 256 MiB pair, 4 MiB chunks, page cache: apply as fast
- * as with MAP_POPULATE, encode, which reads two files, 10-15% slower.) */
-int dcr__view_open(dcr__view *v, int fd, uint64_t offset, size_t length, uint8_t *fallback,
-                   dcr_detail *d) {
-  *v = (dcr__view){.data = fallback};
-  if (!length) return DCR_OK;
-  return dcr__pread_full(fd, fallback, length, offset, d);
 }
 
 void dcr__view_close(dcr__view *v) { *v = (dcr__view){0}; }

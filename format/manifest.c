@@ -31,7 +31,25 @@ int dcr__entry_delta_coded(const dcr__entry *e) {
          e->base.dtype == e->target.dtype && e->base.byte_length == e->target.byte_length;
 }
 
+size_t dcr__entry_base_span(const dcr__entry *e, uint64_t at, size_t bytes) {
+  if (dcr__entry_delta_coded(e)) return bytes;
+  if (!e->resized || at >= e->base.byte_length) return 0;
+  return e->base.byte_length - at < bytes ? (size_t)(e->base.byte_length - at) : bytes;
+}
+
+unsigned dcr__manifest_minor(const dcr__manifest *m) {
+  if (m->kind == DCR_KIND_SET) return 1;
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    if (e->resized || ((e->presence & DCR__HAS_BASE) && e->base.dtype > dcr__dtype_max(0)) ||
+        ((e->presence & DCR__HAS_TARGET) && e->target.dtype > dcr__dtype_max(0)))
+      return 1;
+  }
+  return 0;
+}
+
 void dcr__manifest_free(dcr__manifest *m) {
+  free(m->members);
   free(m->entries);
   free(m->dims_pool);
   free(m->storage);
@@ -43,6 +61,7 @@ typedef struct {
   const uint8_t *p;
   size_t left;
   dcr_detail *d;
+  unsigned minor; /* the bundle's: what it may use (R-VER-4) */
 } cursor;
 
 static int take(cursor *c, size_t n, const uint8_t **out) {
@@ -75,7 +94,9 @@ static int parse_desc(cursor *c, int with_offset, const dcr_limits *lim, dcr__de
   int rc = field(c, 1, &v);
   if (rc) return rc;
   t->dtype = (int)v;
-  if (!dcr_dtype_size(t->dtype)) return dcr__fail(c->d, DCR_E_DTYPE, "unknown dtype code %d", t->dtype);
+  if (!dcr_dtype_size(t->dtype) || t->dtype > dcr__dtype_max(c->minor))
+    return dcr__fail(c->d, DCR_E_DTYPE, "unknown dtype code %d%s", t->dtype,
+                     dcr_dtype_size(t->dtype) ? " in a bundle of format 1.0" : "");
   if ((rc = field(c, 1, &v))) return rc;
   t->rank = (unsigned)v;
   if (t->rank > lim->max_rank)
@@ -133,7 +154,8 @@ static int desc_equal(const dcr__desc *a, const dcr__desc *b) {
 
 /* §6.2: the kind's own rules, and a safetensors prefix must describe exactly the
  * target entries. */
-static int check_kind(const dcr__manifest *m, const dcr_limits *lim, dcr_detail *d) {
+static int check_kind(dcr__manifest *m, const dcr_limits *lim, unsigned minor, dcr_detail *d) {
+  if (m->kind == DCR_KIND_SET) return dcr__set_table_check(m, lim, minor, d);
   if (m->kind == DCR_KIND_RAW) {
     const dcr__entry *e = m->entries;
     if (m->prefix_length)
@@ -147,7 +169,8 @@ static int check_kind(const dcr__manifest *m, const dcr_limits *lim, dcr_detail 
     return DCR_OK;
   }
   dcr__checkpoint ck;
-  int rc = dcr__safetensors_parse(m->prefix, (size_t)m->prefix_length, m->data_length, lim, &ck, d);
+  int rc = dcr__safetensors_parse(m->prefix, (size_t)m->prefix_length, m->data_length, lim,
+                                  minor, &ck, d);
   if (rc) return rc;
   uint64_t j = 0;
   for (uint64_t i = 0; i < m->entry_count && !rc; i++) {
@@ -226,8 +249,10 @@ static int parse_fixed(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
                      m->chunk_size);
   if ((rc = field(c, 1, &v))) return rc;
   m->kind = (int)v;
-  if (m->kind != DCR_KIND_RAW && m->kind != DCR_KIND_SAFETENSORS)
-    return dcr__fail(c->d, DCR_E_MANIFEST, "unknown checkpoint kind %d", m->kind);
+  if (m->kind != DCR_KIND_RAW && m->kind != DCR_KIND_SAFETENSORS &&
+      (m->kind != DCR_KIND_SET || !c->minor))
+    return dcr__fail(c->d, DCR_E_MANIFEST, "unknown checkpoint kind %d%s", m->kind,
+                     m->kind == DCR_KIND_SET ? " in a bundle of format 1.0" : "");
   for (int i = 9; i < 16; i++) {
     if ((rc = field(c, 1, &v))) return rc;
     if (v) return dcr__fail(c->d, DCR_E_RESERVED, "reserved manifest byte %d is 0x%02x", i, (unsigned)v);
@@ -249,11 +274,11 @@ static int parse_fixed(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
   return DCR_OK;
 }
 
-int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,
+int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim, unsigned minor,
                         dcr__manifest *m, dcr_detail *d) {
   memset(m, 0, sizeof *m);
   m->storage = payload;
-  cursor c = {payload, length, d};
+  cursor c = {payload, length, d, minor};
   int rc = parse_fixed(&c, lim, m);
   if (rc) goto fail;
   /* What the entries take in memory (up to 8 times their bytes), against the budget
@@ -276,7 +301,7 @@ int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,
     rc = dcr__fail(d, DCR_E_MANIFEST, "%zu bytes left after the last entry", c.left);
     goto fail;
   }
-  if ((rc = check_layout(m, d)) || (rc = check_kind(m, lim, d))) goto fail;
+  if ((rc = check_layout(m, d)) || (rc = check_kind(m, lim, minor, d))) goto fail;
   return DCR_OK;
 fail:
   dcr__manifest_free(m);

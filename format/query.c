@@ -18,6 +18,20 @@ void dcr_reader_info(const dcr_reader *r, dcr_bundle_info *info) {
   memcpy(info->target_state, r->target_state, 16);
   info->meta_count = r->meta.count;
   info->section_count = r->section_count;
+  info->member_count = r->man.member_count;
+}
+
+void dcr__member_info(dcr_member_info *out, const dcr__member *m) {
+  memset(out, 0, sizeof *out);
+  out->path = m->path;
+  out->path_length = m->path_length;
+  out->kind = m->kind;
+  out->prefix_length = m->prefix_length;
+  out->data_length = m->data_length;
+}
+
+void dcr_reader_member(const dcr_reader *r, uint64_t i, dcr_member_info *member) {
+  dcr__member_info(member, &r->man.members[i]);
 }
 
 void dcr__tensor_side(dcr_tensor_side *out, const dcr__desc *t, int present) {
@@ -39,6 +53,7 @@ void dcr_reader_tensor(const dcr_reader *r, uint64_t i, dcr_tensor_info *t) {
   dcr__tensor_side(&t->base, &e->base, (e->presence & DCR__HAS_BASE) != 0);
   dcr__tensor_side(&t->target, &e->target, (e->presence & DCR__HAS_TARGET) != 0);
   t->delta_coded = dcr__entry_delta_coded(e);
+  t->resized = e->resized;
 }
 
 void dcr_reader_chunk(const dcr_reader *r, uint64_t i, dcr_chunk_info *c) {

@@ -21,7 +21,7 @@ typedef struct {
   dcr_detail *d;
   uint8_t *scratch;
   size_t capacity;
-  int seen_iden, seen_indx, seen_sign;
+  int seen_iden, seen_indx, seen_sign, seen_rsiz;
   uint64_t iden_offset, indx_offset, chunk_capacity;
 } walk;
 
@@ -79,7 +79,8 @@ static int check_known(walk *w, const dcr__section *s, int *known) {
     uint16_t flags;
     uint8_t max_compression;
   } table[] = {
-      {DCR__SEC_MANI, DCR__FLAG_CRITICAL, 1}, {DCR__SEC_META, 0, 1},
+      {DCR__SEC_MANI, DCR__FLAG_CRITICAL, 1}, {DCR__SEC_RSIZ, DCR__FLAG_CRITICAL, 0},
+      {DCR__SEC_META, 0, 1},
       {DCR__SEC_CHNK, DCR__FLAG_CRITICAL, 0}, {DCR__SEC_IDEN, DCR__FLAG_CRITICAL, 0},
       {DCR__SEC_INDX, DCR__FLAG_CRITICAL, 0}, {DCR__SEC_SIGN, 0, 0},
       {DCR__SEC_FOOT, DCR__FLAG_CRITICAL, 0},
@@ -88,7 +89,8 @@ static int check_known(walk *w, const dcr__section *s, int *known) {
   int first = r->section_count == 1;
   *known = 0;
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-    if (table[i].type != s->type) continue;
+    /* R-VER-4: a 1.0 bundle knows no RSIZ */
+    if (table[i].type != s->type || (s->type == DCR__SEC_RSIZ && !r->minor)) continue;
     *known = 1;
     if (s->compression > DCR_COMP_ZSTD)
       return dcr__fail(w->d, DCR_E_ENCODING, "unknown compression %u", s->compression);
@@ -110,7 +112,8 @@ static int check_known(walk *w, const dcr__section *s, int *known) {
   if ((s->type == DCR__SEC_CHNK && w->seen_iden) || (s->type == DCR__SEC_IDEN && w->seen_iden) ||
       (s->type == DCR__SEC_INDX && (!w->seen_iden || w->seen_indx)) ||
       (s->type == DCR__SEC_FOOT && !w->seen_indx) || (s->type == DCR__SEC_SIGN && !w->seen_indx) ||
-      (s->type == DCR__SEC_META && r->meta.pairs))
+      (s->type == DCR__SEC_META && r->meta.pairs) ||
+      (s->type == DCR__SEC_RSIZ && (w->seen_rsiz || r->section_count != 2)))
     return dcr__fail(w->d, DCR_E_STRUCTURE, "section is out of order, repeated or early");
   return DCR_OK;
 }
@@ -186,9 +189,13 @@ static int handle(walk *w, const dcr__section *s) {
         /* the manifest's own bytes count against the budget of what it parses */
         dcr_limits lim = r->lim;
         lim.max_memory = lim.max_memory > n ? lim.max_memory - n : 0;
-        rc = dcr__manifest_parse(buf, n, &lim, &r->man, w->d); /* takes buf */
+        rc = dcr__manifest_parse(buf, n, &lim, r->minor, &r->man, w->d); /* takes buf */
       }
       return rc;
+    case DCR__SEC_RSIZ:
+      w->seen_rsiz = 1;
+      if (!(rc = load_payload(w, s, &buf, &n))) rc = dcr__rsiz_parse(buf, n, &r->man, w->d);
+      break;
     case DCR__SEC_META:
       if (!(rc = load_payload(w, s, &buf, &n))) rc = dcr__meta_parse(buf, n, &r->lim, &r->meta, w->d);
       if (!rc && !r->meta.pairs) r->meta.pairs = calloc(1, sizeof *r->meta.pairs);

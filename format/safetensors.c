@@ -187,7 +187,7 @@ static int check_keys(const char *name, size_t name_length, json_t *v, dcr_detai
 
 /* Rules 2-5 for one tensor; fills t->desc with dims stored at `dims`. */
 static int parse_tensor(const char *name, size_t name_length, json_t *v, const dcr_limits *lim,
-                        dcr__tensor *t, uint64_t *dims, dcr_detail *d) {
+                        unsigned minor, dcr__tensor *t, uint64_t *dims, dcr_detail *d) {
   int rc = check_keys(name, name_length, v, d);
   if (rc) return rc;
 
@@ -203,7 +203,7 @@ static int parse_tensor(const char *name, size_t name_length, json_t *v, const d
   if (!json_is_string(dtype))
     return fail_tensor(d, name, name_length, DCR_E_CHECKPOINT, "dtype is %s, not a string",
                        json_kind(dtype));
-  int code = dcr_dtype_from_name(json_string_value(dtype), json_string_length(dtype));
+  int code = dcr__dtype_lookup(json_string_value(dtype), json_string_length(dtype), minor);
   if (!code)
     return fail_tensor(d, name, name_length, DCR_E_DTYPE, "unknown dtype \"%.32s\"",
                        json_string_value(dtype));
@@ -342,7 +342,7 @@ int dcr__safetensors_check_layout(const dcr__checkpoint *c, uint64_t data_length
   return rc;
 }
 
-static int parse_root(json_t *root, const dcr_limits *lim,
+static int parse_root(json_t *root, const dcr_limits *lim, unsigned minor,
                       dcr__checkpoint *out, dcr_detail *d) {
   const char *key;
   json_t *value;
@@ -376,7 +376,7 @@ static int parse_root(json_t *root, const dcr_limits *lim,
   json_object_foreach(root, key, value) {
     if (value == meta) continue;
     int rc = parse_tensor(key, json_object_iter_key_len(json_object_key_to_iter(key)), value,
-                          lim, &out->tensors[i], out->dims_pool + used, d);
+                          lim, minor, &out->tensors[i], out->dims_pool + used, d);
     if (rc) return rc;
     used += out->tensors[i].desc.rank;
     i++;
@@ -697,7 +697,8 @@ static int members_json(const uint8_t *text, size_t n, members_info *info, dcr_d
 /* parse_root's rules, member by member, for a text whose JSON members_json has
  * accepted. */
 static int parse_members(const uint8_t *text, size_t n, const members_info *info,
-                         const dcr_limits *lim, dcr__checkpoint *out, dcr_detail *d) {
+                         const dcr_limits *lim, unsigned minor, dcr__checkpoint *out,
+                         dcr_detail *d) {
   member_scan m = {.text = (const char *)text, .n = n};
   json_error_t e;
   int rc = DCR_OK;
@@ -722,7 +723,7 @@ static int parse_members(const uint8_t *text, size_t n, const members_info *info
     json_t *key = load_slice(&m, m.key, m.key_end, &e);
     json_t *value = key ? load_slice(&m, m.value, m.value_end, &e) : NULL;
     if (!value) rc = dcr__fail(d, DCR_E_NOMEM, "cannot parse a tensor again");
-    else rc = parse_tensor(json_string_value(key), json_string_length(key), value, lim,
+    else rc = parse_tensor(json_string_value(key), json_string_length(key), value, lim, minor,
                            &out->tensors[i], out->dims_pool + used, d);
     json_decref(key);
     json_decref(value);
@@ -736,7 +737,8 @@ static int parse_members(const uint8_t *text, size_t n, const members_info *info
 #define WHOLE_DOCUMENT_MAX ((uint64_t)64 << 20)
 
 int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length, uint64_t data_length,
-                           const dcr_limits *lim, dcr__checkpoint *out, dcr_detail *d) {
+                           const dcr_limits *lim, unsigned minor, dcr__checkpoint *out,
+                           dcr_detail *d) {
   memset(out, 0, sizeof *out);
   if (prefix_length < 8)
     return dcr__fail(d, DCR_E_CHECKPOINT,
@@ -778,7 +780,7 @@ int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length, uint64_t
     dcr_detail scratch;
     dcr__detail_init(&scratch);
     rc = members_json(prefix + 8, (size_t)n, &info, &scratch);
-    if (!rc) rc = parse_members(prefix + 8, (size_t)n, &info, lim, out, &scratch);
+    if (!rc) rc = parse_members(prefix + 8, (size_t)n, &info, lim, minor, out, &scratch);
     if (rc) dcr__checkpoint_free(out), memset(out, 0, sizeof *out);
     whole = rc && rc != DCR_E_NOMEM && !(test && test[0] == '2');
     /* An error found member by member is provisional: which of two errors jansson
@@ -798,7 +800,7 @@ int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_length, uint64_t
      * about where a name ends. */
     json_t *root = json_loadb((const char *)prefix + 8, (size_t)n, JSON_REJECT_DUPLICATES, &error);
     if (!root) return json_failure(prefix + 8, (size_t)n, &error, d);
-    rc = parse_root(root, lim, out, d);
+    rc = parse_root(root, lim, minor, out, d);
     json_decref(root);
   }
   if (!rc && prefix_length && !(out->prefix = malloc(prefix_length)))

@@ -17,7 +17,7 @@ static int emit(dcr__writer *w, const void *p, size_t n, dcr_detail *d) {
 
 int dcr__writer_header(dcr__writer *w, dcr_detail *d) {
   uint8_t h[DCR__HEADER_SIZE];
-  dcr__header_write(h);
+  dcr__header_write(h, w->minor);
   return emit(w, h, sizeof h, d);
 }
 

@@ -30,7 +30,7 @@ static int parse_header(const char *mode, const uint8_t *text, size_t n, const d
   dcr__checkpoint ck;
   dcr_detail d;
   dcr__detail_init(&d);
-  int rc = dcr__safetensors_parse(p, 8 + n, 0, lim, &ck, &d);
+  int rc = dcr__safetensors_parse(p, 8 + n, 0, lim, DCR_FORMAT_MINOR, &ck, &d);
   if (!rc) dcr__checkpoint_free(&ck);
   free(p);
   return rc;
@@ -43,7 +43,7 @@ static void check_manifest(const uint8_t *p, size_t n, const dcr_limits *lim) {
   dcr__manifest m;
   memset(&m, 0, sizeof m);
   dcr_detail d;
-  if (dcr__manifest_parse(copy, n, lim, &m, &d) != DCR_OK) return;
+  if (dcr__manifest_parse(copy, n, lim, DCR_FORMAT_MINOR, &m, &d) != DCR_OK) return;
   uint8_t *out = NULL;
   size_t length = 0;
   FUZZ_ASSERT(dcr__manifest_serialize(&m, &out, &length) == DCR_OK);

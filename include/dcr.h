@@ -45,7 +45,7 @@ extern "C" {
 #define DCR_ABI_VERSION 1
 
 #define DCR_FORMAT_MAJOR 1
-#define DCR_FORMAT_MINOR 0
+#define DCR_FORMAT_MINOR 1
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #define DCR_API __attribute__((visibility("default")))
@@ -138,14 +138,22 @@ typedef struct {
 DCR_API void dcr_limits_default(dcr_limits *limits);
 
 /* Checkpoint kinds and dtypes (SPEC.md §2, §3). */
-typedef enum { DCR_KIND_RAW = 0, DCR_KIND_SAFETENSORS = 1 } dcr_kind;
+/* DCR_KIND_SET (format 1.1): a directory of safetensors and raw member files read as
+ * one checkpoint (SPEC.md §2.3); where a function takes a path, it is the
+ * directory's. Kind 2 is never assigned. */
+typedef enum { DCR_KIND_RAW = 0, DCR_KIND_SAFETENSORS = 1, DCR_KIND_SET = 3 } dcr_kind;
 
-/* Returns the dtype's code (1..15) for a safetensors name, or 0 if unknown. */
+/* Returns the dtype's code (1..22; 16 and above are format 1.1) for a safetensors
+ * name, or 0 if unknown. */
 DCR_API int dcr_dtype_from_name(const char *name, size_t length);
 /* Returns the dtype's name, or NULL for an unknown code. */
 DCR_API const char *dcr_dtype_name(int dtype);
-/* Returns the element size in bytes, or 0 for an unknown code. */
+/* Returns the element size in bytes, or 0 for an unknown code. The packed dtypes
+ * F4, F6_E2M3 and F6_E3M2 (4 and 6 bits) return 1: chunks and encodings treat
+ * their tensors as bytes (SPEC.md §3). */
 DCR_API unsigned dcr_dtype_size(int dtype);
+/* Returns the element width in bits (4 or 6 for packed dtypes), or 0 if unknown. */
+DCR_API unsigned dcr_dtype_bits(int dtype);
 
 /* Encodings and compressions of a chunk (SPEC.md §9). */
 typedef enum {
@@ -195,7 +203,12 @@ typedef struct {
                                not a power loss) */
   uint64_t max_memory;      /* memory budget for reading the inputs' headers, as
                                dcr_limits.max_memory; 0 = its default */
-  uint64_t reserved_[6];
+  int unrelated;            /* 1: encode inputs that share no tensor name, which is
+                               refused by default (each tensor goes whole) */
+  int max_minor;            /* the newest format 1.x the bundle may need: 0 refuses
+                               what needs 1.1 (a set, a new dtype) and codes resized
+                               tensors against zeros; default DCR_FORMAT_MINOR */
+  uint64_t reserved_[5];
 } dcr_encode_options;
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);
@@ -216,11 +229,15 @@ typedef struct {
   uint64_t changed_chunks;    /* chunks carried in the bundle */
   uint64_t chunks_by_encoding[DCR_ENC_COUNT];
   uint64_t tensors_added, tensors_removed, tensors_recoded;
-  uint64_t reserved_[8];
+  uint64_t tensors_resized;   /* coded against their base's common prefix (1.1) */
+  uint64_t format_minor;      /* the bundle's format version is 1.format_minor */
+  uint64_t reserved_[6];
 } dcr_encode_stats;
 
 /* Encodes base → target into the sink. Reads each input once, in chunks; memory
- * is bounded by chunk size × threads, not by checkpoint size. */
+ * is bounded by chunk size × threads, not by checkpoint size. Two directories are
+ * read as checkpoint sets (DCR_KIND_SET, format 1.1): the bundle takes the whole
+ * base directory to the target directory. */
 DCR_API int dcr_encode(const char *base_path, const char *target_path,
                        const dcr_encode_options *options, dcr_write_fn write,
                        void *opaque, dcr_encode_stats *stats, dcr_detail *detail);
@@ -265,7 +282,8 @@ typedef struct {
   uint8_t target_state[16];
   uint64_t meta_count;
   uint64_t section_count;    /* every section, FOOT included */
-  uint64_t reserved_[8];
+  uint64_t member_count;     /* DCR_KIND_SET: the target's member files; else 0 */
+  uint64_t reserved_[7];
 } dcr_bundle_info;
 
 DCR_API void dcr_reader_info(const dcr_reader *reader, dcr_bundle_info *info);
@@ -285,12 +303,27 @@ typedef struct {
   size_t name_length;
   dcr_tensor_side base, target;
   int delta_coded;  /* 1 if coded against the base bytes, 0 against zeros */
+  int resized;      /* 1 if coded against the base bytes over the common prefix
+                       (format 1.1, SPEC.md §6.5): it grows or shrinks */
   uint64_t reserved_[4];
 } dcr_tensor_info;
 
 /* i < info.entry_count; pointers stay valid while the reader lives. */
 DCR_API void dcr_reader_tensor(const dcr_reader *reader, uint64_t i,
                                dcr_tensor_info *tensor);
+
+/* A member file of a checkpoint set (SPEC.md §2.3): a safetensors member, or a raw
+ * one, whose bytes are the tensor named by its path. */
+typedef struct {
+  const char *path; /* relative, '/'-separated; not NUL-terminated; path_length bytes */
+  size_t path_length;
+  int kind;         /* DCR_KIND_SAFETENSORS or DCR_KIND_RAW */
+  uint64_t prefix_length, data_length; /* the file is prefix_length + data_length bytes */
+  uint64_t reserved_[4];
+} dcr_member_info;
+
+/* i < info.member_count: the target's members, in path order. */
+DCR_API void dcr_reader_member(const dcr_reader *reader, uint64_t i, dcr_member_info *member);
 
 typedef struct {
   uint32_t tensor, chunk;
@@ -568,8 +601,9 @@ typedef struct dcr_checkpoint dcr_checkpoint;
 /* Opens the file at path as a checkpoint of `kind` (dcr_kind) and parses its
  * prefix as strictly as apply does (§2.1): DCR_E_CHECKPOINT, DCR_E_LAYOUT... for a
  * file that is not valid safetensors. DCR_KIND_RAW takes the whole file as one U8
- * tensor named "raw". Tensor bytes are read only by dcr_checkpoint_state_id.
- * limits may be NULL for the defaults. */
+ * tensor named "raw"; DCR_KIND_SET a directory, as SPEC.md §2.3 reads it (its
+ * state id leaves raw members out). Tensor bytes are read only by
+ * dcr_checkpoint_state_id. limits may be NULL for the defaults. */
 DCR_API int dcr_checkpoint_open(dcr_checkpoint **ck, const char *path, int kind,
                                 const dcr_limits *limits, dcr_detail *detail);
 DCR_API void dcr_checkpoint_free(dcr_checkpoint *ck);
@@ -579,10 +613,13 @@ typedef struct {
   uint64_t file_size;
   uint64_t prefix_length; /* the data region starts here */
   uint64_t tensor_count;
-  uint64_t reserved_[4];
+  uint64_t member_count;  /* DCR_KIND_SET: its member files; else 0 */
+  uint64_t reserved_[3];
 } dcr_checkpoint_summary; /* not _info: that is the function's name */
 
 DCR_API void dcr_checkpoint_info(const dcr_checkpoint *ck, dcr_checkpoint_summary *info);
+/* i < info.member_count: a set's members, in path order. */
+DCR_API void dcr_checkpoint_member(const dcr_checkpoint *ck, uint64_t i, dcr_member_info *member);
 
 /* i < info.tensor_count, in bytewise name order (as §7 sorts them). side->present
  * is 1 and side->offset is the tensor's offset in the data region; side->hash is

@@ -191,7 +191,7 @@ static int attempt(inplace *ip, int as_target, dcr_detail *d) {
   dcr_reader *r = p->r;
   const dcr__manifest *m = &r->man;
   ip->as_target = as_target;
-  dcr__file input = {.fd = ip->fd, .offsets = ip->offsets, .path = ip->path};
+  dcr__file input = {.ck = &ip->ck, .offsets = ip->offsets, .path = ip->path};
   dcr__pass_spec spec = {.r = r, .verify = p->verify, .changed_only = p->verify != DCR_VERIFY_FULL,
                          .as_target = as_target, .threads = p->threads, .cancel = p->cancel,
                          .progress = p->progress, .progress_opaque = p->progress_opaque,
@@ -236,13 +236,19 @@ int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
   memset(&p->stats, 0, sizeof p->stats);
   dcr_reader *r = p->r;
   inplace ip = {.p = p, .path = path, .fd = -1, .jw = {.fd = -1}};
+  /* §10.3: one journal per file; a set would need one across its members */
+  if (r->man.kind == DCR_KIND_SET)
+    return dcr__detail_file(d, path),
+           dcr__fail(d, DCR_E_ARGUMENT, "cannot apply a checkpoint set in place (format 1.1 "
+                     "defines no journal across member files); write a new directory instead "
+                     "(dcr apply BASE_DIR BUNDLE -o NEW_DIR), which appears at once");
   int recovered = 0, rc = dcr__journal_path(path, ip.journal, sizeof ip.journal, d);
   if (!rc) rc = dcr__open_checkpoint(path, &ip.fd, d);
   /* A finished journal leaves the file at its target; the attempts below then find
    * it the target of this bundle (NONE by its probe), or the base of the next. */
   if (!rc) rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered, d);
   p->stats.recovered = recovered;
-  if (!rc) rc = dcr__checkpoint_read(ip.fd, r->man.kind, &r->lim, &ip.ck, d);
+  if (!rc) rc = dcr__checkpoint_read(ip.fd, r->man.kind, &r->lim, r->minor, &ip.ck, d);
   if (!rc && !(ip.offsets = calloc((size_t)r->man.entry_count + 1, sizeof *ip.offsets)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   if (!rc) {

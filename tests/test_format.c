@@ -134,21 +134,34 @@ static void test_dt1_dtype_table(void **state) {
   static const struct {
     const char *name;
     unsigned size;
-  } table[16] = {
+  } table[23] = {
       {NULL, 0},       {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1}, {"F8_E4M3", 1},
       {"I16", 2},      {"U16", 2},  {"F16", 2}, {"BF16", 2}, {"I32", 4},     {"U32", 4},
       {"F32", 4},      {"I64", 8},  {"U64", 8}, {"F64", 8},
+      /* 1.1; the packed ones are bytes to chunks and encodings (R-DT-2) */
+      {"F8_E8M0", 1},  {"F8_E4M3FNUZ", 1}, {"F8_E5M2FNUZ", 1}, {"C64", 8},
+      {"F4", 1},       {"F6_E2M3", 1},     {"F6_E3M2", 1},
   };
-  for (int code = 1; code <= 15; code++) {
+  static const unsigned bits[23] = {0, 8, 8, 8, 8, 8, 16, 16, 16, 16, 32, 32,
+                                    32, 64, 64, 64, 8, 8, 8, 64, 4, 6, 6};
+  for (int code = 1; code <= 22; code++) {
+    assert_int_equal(dcr_dtype_bits(code), bits[code]);
+    /* R-VER-4: a 1.0 bundle knows the first 15 only */
+    assert_int_equal(dcr__dtype_lookup(table[code].name, strlen(table[code].name), 0),
+                     code <= 15 ? code : 0);
+    assert_int_equal(dcr__dtype_lookup(table[code].name, strlen(table[code].name), 1), code);
+  }
+  for (int code = 1; code <= 22; code++) {
     assert_string_equal(dcr_dtype_name(code), table[code].name);
     assert_int_equal(dcr_dtype_size(code), table[code].size);
     assert_int_equal(dcr_dtype_from_name(table[code].name, strlen(table[code].name)), code);
     /* every size divides the smallest chunk size (§8.1) */
     assert_int_equal(DCR__MIN_CHUNK_SIZE % dcr_dtype_size(code), 0);
   }
-  const int bad[] = {0, 16, 17, 255, -1, 1000};
+  const int bad[] = {0, 23, 24, 255, -1, 1000};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_null(dcr_dtype_name(bad[i]));
+    assert_int_equal(dcr_dtype_bits(bad[i]), 0);
     assert_int_equal(dcr_dtype_size(bad[i]), 0);
   }
   assert_int_equal(dcr_dtype_from_name("bf16", 4), 0);
@@ -212,7 +225,15 @@ static void test_man5_desc_check(void **state) {
   assert_int_equal(desc_check(2, 3, ones, 1, &lim), DCR_E_LIMIT);
   /* dtype */
   assert_int_equal(desc_check(0, 1, ones, 1, &lim), DCR_E_DTYPE);
-  assert_int_equal(desc_check(16, 1, ones, 1, &lim), DCR_E_DTYPE);
+  assert_int_equal(desc_check(23, 1, ones, 1, &lim), DCR_E_DTYPE);
+  /* R-DT-2: packed elements fill whole bytes: 4 F4 are 2 bytes, 3 are not whole */
+  uint64_t four = 4, three = 3, six = 6;
+  assert_int_equal(desc_check(20, 1, &four, 2, &lim), DCR_OK);
+  assert_int_equal(desc_check(20, 1, &three, 2, &lim), DCR_E_SHAPE);
+  assert_int_equal(desc_check(20, 1, &three, 1, &lim), DCR_E_SHAPE);
+  assert_int_equal(desc_check(21, 1, &four, 3, &lim), DCR_OK);
+  assert_int_equal(desc_check(22, 1, &six, 4, &lim), DCR_E_SHAPE); /* 36 bits */
+  assert_int_equal(desc_check(19, 1, &four, 32, &lim), DCR_OK);     /* C64 */
 }
 
 /* ---- names (§6.2 R-MAN-4) ------------------------------------------------ */
@@ -296,7 +317,7 @@ static void rehash_header(uint8_t *h) { dcr__put64(h + 56, XXH3_64bits(h, 56)); 
 static void test_hdr_round_trip(void **state) {
   (void)state;
   uint8_t h[DCR__HEADER_SIZE];
-  dcr__header_write(h);
+  dcr__header_write(h, 0);
   static const uint8_t magic[8] = {0x89, 0x44, 0x43, 0x52, 0x0D, 0x0A, 0x1A, 0x0A};
   assert_memory_equal(h, magic, 8);
   assert_int_equal(dcr__le16(h + 8), 1);
@@ -325,7 +346,7 @@ static void test_hdr1_wrong_magic_is_rejected(void **state) {
   for (int i = 0; i < 8; i++)
     for (unsigned bit = 0; bit < 8; bit++) {
       uint8_t h[DCR__HEADER_SIZE];
-      dcr__header_write(h);
+      dcr__header_write(h, 0);
       flip_bit(h, (size_t)i, bit);
       assert_int_equal(header_parse(h, 64, &minor), DCR_E_MAGIC);
       /* even with the check recomputed */
@@ -343,7 +364,7 @@ static void test_hdr_short_file(void **state) {
   (void)state;
   unsigned minor;
   uint8_t h[DCR__HEADER_SIZE];
-  dcr__header_write(h);
+  dcr__header_write(h, 0);
   for (uint64_t n = 0; n < DCR__HEADER_SIZE; n++)
     assert_int_equal(header_parse(h, n, &minor), DCR_E_TRUNCATED);
   /* 10 bytes: MAGIC if the magic differs, else TRUNCATED */
@@ -358,13 +379,13 @@ static void test_hdr2_bad_check_is_rejected(void **state) {
   unsigned minor;
   for (int i = 8; i < 64; i++) {
     uint8_t h[DCR__HEADER_SIZE];
-    dcr__header_write(h);
+    dcr__header_write(h, 0);
     flip_bit(h, (size_t)i, (unsigned)i % 8);
     assert_int_equal(header_parse(h, 64, &minor), DCR_E_CHECKSUM);
   }
   /* the check is verified before the version */
   uint8_t h[DCR__HEADER_SIZE];
-  dcr__header_write(h);
+  dcr__header_write(h, 0);
   dcr__put16(h + 8, 2);
   assert_int_equal(header_parse(h, 64, &minor), DCR_E_CHECKSUM);
 }
@@ -375,7 +396,7 @@ static void test_hdr3_major_2_is_rejected(void **state) {
   const uint16_t majors[] = {0, 2, 0x100, 0xFFFF};
   for (size_t i = 0; i < sizeof majors / sizeof majors[0]; i++) {
     uint8_t h[DCR__HEADER_SIZE];
-    dcr__header_write(h);
+    dcr__header_write(h, 0);
     dcr__put16(h + 8, majors[i]);
     rehash_header(h);
     assert_int_equal(header_parse(h, 64, &minor), DCR_E_VERSION);
@@ -391,7 +412,7 @@ static void test_res1_header_reserved_byte_is_rejected(void **state) {
   unsigned minor;
   for (int i = 12; i < 56; i++) {
     uint8_t h[DCR__HEADER_SIZE];
-    dcr__header_write(h);
+    dcr__header_write(h, 0);
     h[i] = (uint8_t)(1u << (i % 8));
     rehash_header(h);
     assert_int_equal(header_parse(h, 64, &minor), DCR_E_RESERVED);
@@ -727,7 +748,7 @@ static int parse_bytes_lim(const uint8_t *bytes, size_t length, const dcr_limits
   dcr_detail d;
   dcr__detail_init(&d);
   uint8_t *copy = dup_bytes(bytes, length);
-  int rc = dcr__manifest_parse(copy, length, lim ? lim : &def, out, &d);
+  int rc = dcr__manifest_parse(copy, length, lim ? lim : &def, DCR_FORMAT_MINOR, out, &d);
   if (rc) {
     assert_int_equal(d.code, rc);
     assert_true(d.message[0] != '\0');
@@ -896,7 +917,7 @@ static void test_man4_bad_names_are_rejected(void **state) {
 
 static void test_man5_unknown_dtype_is_rejected(void **state) {
   (void)state;
-  const int bad[] = {0, 16, 200, 255};
+  const int bad[] = {0, 23, 200, 255};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     mbuild b;
     mb_raw(&b, 4, 4);
@@ -1584,7 +1605,7 @@ static void check_info(const uint8_t *bundle, size_t n, const dcr_encode_stats *
   dcr_bundle_info info;
   dcr_reader_info(r, &info);
   assert_int_equal(info.format_major, 1);
-  assert_int_equal(info.format_minor, 0);
+  assert_int_equal(info.format_minor, stats->format_minor);
   assert_int_equal(info.bundle_size, n);
   assert_int_equal(info.kind, DCR_KIND_RAW);
   assert_int_equal(info.chunk_size, 4096);
@@ -1593,7 +1614,8 @@ static void check_info(const uint8_t *bundle, size_t n, const dcr_encode_stats *
   assert_int_equal(info.prefix_length, 0);
   assert_int_equal(info.target_size, target_size);
   assert_int_equal(info.meta_count, meta_count);
-  assert_int_equal(info.section_count, info.chunk_count + 4 + (meta_count ? 1 : 0));
+  assert_int_equal(info.section_count, info.chunk_count + 4 + (meta_count ? 1 : 0) +
+                                           stats->tensors_resized); /* RSIZ */
   assert_int_equal(n % 64, 0);
   assert_int_equal(stats->bundle_size, n);
   assert_int_equal(stats->target_size, target_size);
@@ -1634,7 +1656,11 @@ static void check_info(const uint8_t *bundle, size_t n, const dcr_encode_stats *
   assert_int_equal(s.length, 32 + 16 + 16);
   for (uint64_t i = 1; i < info.section_count - 3; i++) {
     dcr_reader_section(r, i, &s);
-    if (meta_count && i == 1) {
+    if (stats->tensors_resized && i == 1) {
+      assert_string_equal(s.type, "RSIZ"); /* right after MANI (§6.5) */
+      assert_true(s.critical);
+      assert_int_equal(s.length, 8);
+    } else if (meta_count && i == 1 + stats->tensors_resized) {
       assert_string_equal(s.type, "META");
       assert_false(s.critical);
     } else {
@@ -1716,7 +1742,9 @@ static void test_bundle_raw_round_trip_and_corruption(void **state) {
   sink s;
   dcr_encode_stats stats;
   assert_int_equal(encode_to(t.base, t.target, 4096, 3, 1, 0, NULL, 0, &s, &stats), DCR_OK);
-  assert_int_equal(stats.tensors_recoded, 1);
+  assert_int_equal(stats.tensors_recoded, 0); /* resized (§6.5): against its base bytes */
+  assert_int_equal(stats.tensors_resized, 1);
+  assert_int_equal(stats.format_minor, 1);
   check_info(s.data, s.size, &stats, RAW_SIZE - 999, 0);
   apply_and_compare(s.data, s.size, &t, target, RAW_SIZE - 999);
   free(s.data);
@@ -2547,7 +2575,7 @@ static int parse_header_as(const char *mode, const uint8_t *text, size_t n, dcr_
   dcr_limits lim = limits();
   dcr__checkpoint ck;
   dcr__detail_init(d);
-  int rc = dcr__safetensors_parse(p, 8 + n, 12, &lim, &ck, d);
+  int rc = dcr__safetensors_parse(p, 8 + n, 12, &lim, DCR_FORMAT_MINOR, &ck, d);
   if (!rc) dcr__checkpoint_free(&ck);
   free(p);
   unsetenv("DCR_TEST_JSON_MEMBERS");

@@ -58,7 +58,7 @@ static uint8_t *bundle_with_mani(const uint8_t *frame, size_t length, size_t *si
   size_t padded = (length + 63) & ~(size_t)63;
   *size = DCR__HEADER_SIZE + DCR__SECTION_HEADER_SIZE + padded + 64;
   uint8_t *b = calloc(1, *size);
-  dcr__header_write(b);
+  dcr__header_write(b, 0);
   dcr__section s = {.type = DCR__SEC_MANI, .flags = DCR__FLAG_CRITICAL, .compression = 1,
                     .offset = DCR__HEADER_SIZE, .length = length,
                     .payload_check = XXH3_64bits(frame, length)};
@@ -123,7 +123,7 @@ static int parse(const char *text, size_t n, uint64_t budget, dcr_detail *d) {
   dcr__detail_init(d);
   uint8_t *p = prefix_of(text, n);
   dcr__checkpoint ck;
-  int rc = dcr__safetensors_parse(p, 8 + n, 0, &lim, &ck, d);
+  int rc = dcr__safetensors_parse(p, 8 + n, 0, &lim, DCR_FORMAT_MINOR, &ck, d);
   if (!rc) dcr__checkpoint_free(&ck);
   free(p);
   return rc;

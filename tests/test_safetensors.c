@@ -36,7 +36,7 @@ static int parse_with(const char *json, size_t json_length, uint64_t data_length
   dcr__put64(prefix, json_length);
   memcpy(prefix + 8, json, json_length);
   dcr__detail_init(d);
-  int rc = dcr__safetensors_parse(prefix, 8 + json_length, data_length, lim, ck, d);
+  int rc = dcr__safetensors_parse(prefix, 8 + json_length, data_length, lim, DCR_FORMAT_MINOR, ck, d);
   if (!rc && (rc = dcr__safetensors_check_layout(ck, data_length, d))) dcr__checkpoint_free(ck);
   free(prefix);
   if (rc) {
@@ -283,14 +283,14 @@ static void test_header_limit(void **state) {
   dcr__put64(prefix, (uint64_t)1 << 40);
   lim = limits();
   dcr__detail_init(&d);
-  assert_int_equal(dcr__safetensors_parse(prefix, sizeof prefix, 0, &lim, &ck, &d), DCR_E_LIMIT);
+  assert_int_equal(dcr__safetensors_parse(prefix, sizeof prefix, 0, &lim, DCR_FORMAT_MINOR, &ck, &d), DCR_E_LIMIT);
   /* within the limit but not the prefix's length */
   dcr__put64(prefix, 7);
   dcr__detail_init(&d);
-  assert_int_equal(dcr__safetensors_parse(prefix, sizeof prefix, 0, &lim, &ck, &d),
+  assert_int_equal(dcr__safetensors_parse(prefix, sizeof prefix, 0, &lim, DCR_FORMAT_MINOR, &ck, &d),
                    DCR_E_CHECKPOINT);
   dcr__detail_init(&d);
-  assert_int_equal(dcr__safetensors_parse(prefix, 7, 0, &lim, &ck, &d), DCR_E_CHECKPOINT);
+  assert_int_equal(dcr__safetensors_parse(prefix, 7, 0, &lim, DCR_FORMAT_MINOR, &ck, &d), DCR_E_CHECKPOINT);
 }
 
 static void test_tensor_limit(void **state) {
@@ -426,7 +426,7 @@ static int read_checkpoint(const char *p, int kind, dcr__checkpoint *ck, dcr_det
   int fd = open(p, O_RDONLY);
   assert_true(fd >= 0);
   dcr__detail_init(d);
-  int rc = dcr__checkpoint_read(fd, kind, &lim, ck, d);
+  int rc = dcr__checkpoint_read(fd, kind, &lim, DCR_FORMAT_MINOR, ck, d);
   close(fd);
   if (rc) print_message("    %s: %s\n", dcr_error_name(rc), d->message);
   return rc;
