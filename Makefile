@@ -114,6 +114,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/cli_refit_test.sh $(BUILD)/dcr
 	bash tests/cli_ops_test.sh $(BUILD)/dcr
 	bash tests/cli_apply_output_test.sh $(BUILD)/dcr
+	bash tests/cli_set_test.sh $(BUILD)/dcr
 	SANITIZE="$(SANITIZE)" bash tests/hostile_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/journal-v1/index.json

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# cli_set_test.sh DCR - whole model directories as one update (format 1.1, issue
+# #11): a sharded model encoded and applied directory to directory, a tensor that
+# moves between shards coded against its base bytes, one state id however the
+# tensors are sharded, a vocabulary grown by 64 rows and a raw file grown at its
+# end costing what changed (RSIZ), the dtypes of 1.1, the output directory that
+# appears whole (a kill -9 at any moment leaves the old set or the new one), and
+# the refusals that say what they saw. Needs python3.
+set -u
+DCR=$(cd "$(dirname "${1:?usage: cli_set_test.sh DCR}")" && pwd)/$(basename "$1")
+NAME=sets
+MKSET=$(cd "$(dirname "$0")" && pwd)/mkset.py
+. "$(dirname "$0")/cli_lib.sh"
+
+# same_tree A B: the two directories hold the same files, byte for byte.
+same_tree() { diff -r "$1" "$2" >/dev/null || fail "$1 and $2 differ: $(diff -rq "$1" "$2" | head -3 | tr '\n' '|')"; }
+size() { stat -c %s "$1"; }
+id_of() { "$DCR" id "$@" | cut -d' ' -f1; }
+
+"$DCR" synth b.st t.st --size 4M --seed 3 -q || { echo "not ok - setup: synth"; exit 1; }
+python3 "$MKSET" b.st B && python3 "$MKSET" t.st T --reverse --move model.embed_tokens.weight &&
+  python3 "$MKSET" t.st T2 --grow model.embed_tokens.weight:64 --config '{"vocab_size": 1762}' ||
+  { echo "not ok - setup: mkset"; exit 1; }
+
+t_round_trip() {
+  run encode B T -o s.dcr -q; want_rc 0 "encode B T" || return
+  run inspect --json s.dcr; want_rc 0 inspect
+  [ "$(jget o 'j["format_version"]')" = 1.1 ] || fail "a set is format 1.1"
+  [ "$(jget o 'j["kind"]')" = set ] || fail "kind set"
+  [ "$(jget o 'len(j["members"])')" = 9 ] || fail "9 members: $(jget o 'len(j["members"])')"
+  # the tensor that moved to another shard is coded against its base bytes
+  [ "$(jget o '[t["status"] for t in j["tensors"] if t["name"] == "model.embed_tokens.weight"][0]')" = changed ] ||
+    fail "a moved tensor is delta-coded"
+  run apply B s.dcr -o O; want_rc 0 "apply" || return
+  same_tree O T
+  [ "$(stat -c %a O)" = "$(stat -c %a T)" ] || fail "the output's mode is mkdir's: $(stat -c %a O)"
+  run validate s.dcr --base B --target T; want_rc 0 "validate --base --target"
+  # the set bundle is no larger than the one of the same tensors as single files
+  run encode b.st t.st -o f.dcr -q
+  [ "$(size s.dcr)" -le $(( $(size f.dcr) * 21 / 20 )) ] || fail "set bundle $(size s.dcr) vs file $(size f.dcr)"
+}
+
+t_state_id() {
+  [ "$(id_of B)" = "$(id_of b.st)" ] || fail "a set has the id of the same tensors in one file"
+  python3 "$MKSET" b.st B8 --shards 8 --reverse --config '{"other": 1}' || return $(fail "mkset")
+  [ "$(id_of B8)" = "$(id_of B)" ] || fail "re-sharding (and another config) keeps the state id"
+  [ "$(id_of B/model.safetensors.index.json)" = "$(id_of B)" ] || fail "the index names its directory"
+  mkdir -p B8/.cache/huggingface && echo x > B8/.cache/huggingface/lock && echo y > B8/.hidden
+  [ "$(id_of B8)" = "$(id_of B)" ] || fail "hidden files are not members"
+  run encode B B8 -o r.dcr -q; want_rc 0 "encode a re-sharded copy"
+  run inspect --json r.dcr
+  [ "$(jget o 'j["chunk_count"]')" -le 4 ] || fail "re-sharding carries only the raw files' changes: $(jget o 'j["chunk_count"]') chunks"
+  run apply B r.dcr -o O8; want_rc 0 "apply the re-sharding"
+  rm -rf B8/.cache B8/.hidden; same_tree O8 B8
+}
+
+t_vocabulary_growth() {
+  run encode T T2 -o g.dcr --json; want_rc 0 "encode T T2" || return
+  [ "$(jget o 'j["tensors_resized"]')" = 2 ] || fail "the embedding and config.json are resized: $(cat o)"
+  run encode T T2 -o g10.dcr --format 1.0 --json; want_rc 2 "--format 1.0 refuses a set"
+  has e "format 1.1" "says which format it needs"
+  # the 64 rows are 64 x 192 BF16 of random bytes: 24 KiB, compressed a little
+  [ "$(size g.dcr)" -lt 40000 ] || fail "64 rows cost $(size g.dcr) bytes"
+  run apply T g.dcr -o OG; want_rc 0 "apply the growth"; same_tree OG T2
+  run inspect g.dcr; has o "resized" "inspect says resized"
+  # a series: B -> T -> T2 without intermediate directories left behind
+  run apply B s.dcr g.dcr -o OS; want_rc 0 "a series of sets"; same_tree OS T2
+  [ -z "$(ls -A . | grep dcr-series)" ] || fail "a series left $(ls -A | grep dcr-series)"
+}
+
+t_raw_growth() {
+  head -c 1000000 /dev/urandom > r0 && cp r0 r1 && head -c 1000 /dev/urandom >> r1
+  printf 'x' | dd of=r1 bs=1 seek=5000 conv=notrunc 2>/dev/null
+  run encode --raw r0 r1 -o rg.dcr -q; want_rc 0 "encode a raw file that grew"
+  run encode --raw r0 r1 -o rg10.dcr -q --format 1.0; want_rc 0 "--format 1.0"
+  [ "$(size rg.dcr)" -lt 3000 ] || fail "1000 bytes appended cost $(size rg.dcr)"
+  [ "$(size rg10.dcr)" -gt 1000000 ] || fail "in 1.0 the file goes whole: $(size rg10.dcr)"
+  run apply r0 rg.dcr -o r2; want_rc 0 "apply"; cmp -s r1 r2 || fail "raw growth round trip"
+  head -c 990000 r0 > r3
+  run encode --raw r0 r3 -o rs.dcr -q; want_rc 0 "a raw file that shrank"
+  [ "$(size rs.dcr)" -lt 1000 ] || fail "a shrink costs $(size rs.dcr)"
+  run apply r0 rs.dcr -o r4; cmp -s r3 r4 || fail "raw shrink round trip"
+}
+
+t_new_dtypes() {
+  python3 - <<'EOF' || return $(fail "cannot write the dtype pair")
+import json, os, random, struct
+random.seed(5)
+def write(path, tensors):
+    hdr, blobs, off = {}, [], 0
+    for name, dtype, shape, blob in tensors:
+        hdr[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(blob)]}
+        blobs.append(blob); off += len(blob)
+    h = json.dumps(hdr).encode(); h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+spec = [("e8m0", "F8_E8M0", [4096], 4096), ("fnuz", "F8_E4M3FNUZ", [64, 64], 4096),
+        ("fnuz2", "F8_E5M2FNUZ", [4096], 4096), ("c", "C64", [512], 4096),
+        ("f4", "F4", [64, 128], 4096), ("f6", "F6_E2M3", [4, 4096], 12288),
+        ("f6b", "F6_E3M2", [8192], 6144)]
+base = [(n, d, s, os.urandom(b)) for n, d, s, b in spec]
+target = []
+for n, d, s, blob in base:
+    b = bytearray(blob)
+    for i in random.sample(range(len(b)), len(b) // 50): b[i] ^= 1
+    target.append((n, d, s, bytes(b)))
+write("d0.st", base); write("d1.st", target)
+EOF
+  run encode d0.st d1.st -o d.dcr --json; want_rc 0 "encode the 1.1 dtypes" || return
+  [ "$(jget o 'j["format"]')" = 1.1 ] || fail "new dtypes need 1.1"
+  run apply d0.st d.dcr -o d2.st; want_rc 0 "apply"; cmp -s d1.st d2.st || fail "dtype round trip"
+  run encode d0.st d1.st -o d10.dcr --format 1.0; want_rc 2 "--format 1.0 refuses F4"
+  run id d0.st; want_rc 0 "id of a file with 1.1 dtypes"
+}
+
+t_retry_and_wrong_base() {
+  run apply T s.dcr -o OT; want_rc 0 "applied to its own target (a retry)"; same_tree OT T
+  run apply T2 s.dcr -o OX; want_rc 1 "another set"; has e DCR_E_BASE_MISMATCH "says base mismatch"
+  [ ! -e OX ] || fail "a failed apply leaves no output"
+  cp -r B BC && echo '{"changed": true}' > BC/config.json
+  run apply BC s.dcr -o OX; want_rc 1 "a base whose config.json differs"; has e DCR_E_BASE_MISMATCH "base mismatch"
+  cp -r B BM && rm BM/tokenizer.json
+  run apply BM s.dcr -o OX; want_rc 1 "a base without a raw member"; has e DCR_E_BASE_MISMATCH "base mismatch"
+  [ -z "$(ls -A . | grep '^\.dcr-')" ] || fail "failed applies left $(ls -A | grep '^\.dcr-')"
+}
+
+t_output_rules() {
+  run apply B s.dcr -o O; want_rc 2 "an existing output without -f"; has e "use -f" "says -f"
+  touch O/stale
+  run apply B s.dcr -o O -f; want_rc 0 "-f replaces the directory"; same_tree O T
+  run apply B s.dcr -o B -f; want_rc 2 "the base is never the output"; has e "base directory" "says why"
+  run apply B s.dcr -o B/new; want_rc 2 "nor inside it"; has e "inside the base" "says why"
+  [ ! -e B/new ] || fail "nothing written inside the base"
+  run apply B s.dcr -o -; want_rc 2 "a set does not stream"
+  run apply --in-place B s.dcr; want_rc 2 "in place is refused for a set"; has e "new directory" "says what to do"
+  same_tree B "$(python3 "$MKSET" b.st BB >/dev/null && echo BB)"
+}
+
+# A kill -9 at any moment of an apply -f over an old set leaves the old set or
+# the new one at OUT, whole, and never a mix.
+t_crash() {
+  "$DCR" synth cb.st ct.st --size 48M --seed 9 -q && python3 "$MKSET" cb.st CB --shards 6 &&
+    python3 "$MKSET" ct.st CT --shards 6 || return $(fail "setup")
+  run encode CB CT -o c.dcr -q; want_rc 0 "encode" || return
+  local old=0 new=0 mixed=0 i
+  for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    rm -rf CO && cp -r CB CO
+    "$DCR" apply CB c.dcr -o CO -f -q --no-progress & local pid=$!
+    sleep "$(printf '0.%03d' $((i * 5)))"; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+    if diff -rq CO CB >/dev/null; then old=$((old + 1))
+    elif diff -rq CO CT >/dev/null; then new=$((new + 1))
+    else mixed=$((mixed + 1)); fi
+    for t in .dcr-*; do [ -d "$t" ] && rm -rf "$t"; done
+  done
+  [ "$mixed" = 0 ] || fail "$mixed of 12 kills left a mixed directory"
+  echo "# crash: 12 kills, $old left the old set, $new the new one, 0 a mix"
+}
+
+t_refusals() {
+  run encode b.st B -o x.dcr; want_rc 2 "a file and a directory"; has e "directory" "says which"
+  run encode B/model-00001-of-00004.safetensors T/model-00001-of-00004.safetensors -o x.dcr
+  want_rc 2 "two shards that share no tensor"; has e "share no tensor name" "says what it saw"
+  has e "--unrelated" "says what to do"
+  run encode B/model-00001-of-00004.safetensors T/model-00001-of-00004.safetensors -o x.dcr --unrelated -q -f
+  want_rc 0 "--unrelated encodes them anyway"
+  run id --raw B/model.safetensors.index.json; want_rc 0 "--raw reads the index as a file"
+  run encode --raw B/model.safetensors.index.json T/model.safetensors.index.json -o x.dcr -q -f
+  want_rc 0 "raw index"
+  # the index as a safetensors file: a hint
+  cp B/model.safetensors.index.json idx.json
+  run id idx.json; want_rc 1 "an index read as safetensors"; has e "model.safetensors.index.json" "names the likely mistake"
+  # an index that disagrees with the shards
+  cp -r B BI && python3 - <<'EOF'
+import json
+p = "BI/model.safetensors.index.json"; j = json.load(open(p))
+j["weight_map"]["lm_head.weight"] = "model-00002-of-00004.safetensors"
+json.dump(j, open(p, "w"))
+EOF
+  run encode BI T -o x.dcr -f; want_rc 1 "an index that disagrees"; has e "another shard holds it" "says what"
+  cp -r B BL && ln -s ../T BL/linked
+  run encode BL T -o x.dcr -f; want_rc 1 "a symlinked directory"; has e "not followed" "says why"
+  # the Hugging Face cache: snapshot files are links to blobs
+  mkdir -p hf/blobs hf/snapshots/abc && for f in B/*; do [ -f "$f" ] && cp "$f" "hf/blobs/$(basename "$f").blob" &&
+    ln -s "../../blobs/$(basename "$f").blob" "hf/snapshots/abc/$(basename "$f")"; done
+  cp -r B/tokenizer hf/snapshots/abc/
+  [ "$(id_of hf/snapshots/abc)" = "$(id_of B)" ] || fail "a snapshot of links has the set's id"
+  run apply hf/snapshots/abc s.dcr -o OH; want_rc 0 "apply to a snapshot of links"; same_tree OH T
+}
+
+tcase "set round trip, moved tensor" t_round_trip
+tcase "set state id" t_state_id
+tcase "vocabulary growth" t_vocabulary_growth
+tcase "raw growth" t_raw_growth
+tcase "1.1 dtypes" t_new_dtypes
+tcase "retry and wrong bases" t_retry_and_wrong_base
+tcase "output rules" t_output_rules
+tcase "crash during apply -f" t_crash
+tcase "refusals" t_refusals
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
