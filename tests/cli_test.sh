@@ -48,7 +48,7 @@ CODES = ["DCR_OK", "DCR_E_IO", "DCR_E_NOMEM", "DCR_E_ARGUMENT", "DCR_E_TRUNCATED
          "DCR_E_BASE_MISMATCH", "DCR_E_TARGET_MISMATCH", "DCR_E_CHECKPOINT",
          "DCR_E_INTERRUPTED"]
 ENCODINGS = {"XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE", "DELTA_SPARSE"}
-CRITICAL = {"MANI": True, "META": False, "CHNK": True, "IDEN": True, "INDX": True,
+CRITICAL = {"MANI": True, "RSIZ": True, "META": False, "CHNK": True, "IDEN": True, "INDX": True,
             "SIGN": False, "FOOT": True}
 
 
@@ -121,6 +121,8 @@ def check_sections(j, size):
     expect(types[-1] == "FOOT" and secs[-1]["length"] == 32 and secs[-1]["offset"] == size - 64,
            "last section is not FOOT of length 32 at size-64: %r" % secs[-1])
     known = [t for t in types if t in ("MANI", "CHNK", "IDEN", "INDX", "FOOT")]
+    expect(types.count("RSIZ") <= 1 and (not types.count("RSIZ") or types[1] == "RSIZ"),
+           "RSIZ is the second section, if any: %r" % types[:3])
     n = known.count("CHNK")
     expect(known == ["MANI"] + ["CHNK"] * n + ["IDEN", "INDX", "FOOT"],
            "critical sections out of order: %r" % types)
@@ -138,7 +140,9 @@ def cmd_inspect(a):
     expect(isinstance(j, dict), "inspect --json: not an object")
     missing = keys - set(j)
     expect(not missing, "inspect --json: missing keys %s" % sorted(missing))
-    expect(j["format_version"] == "1.0", "format_version %r" % j["format_version"])
+    resized = any(t.get("status") == "resized" for t in j.get("tensors", []))
+    expect(j["format_version"] == ("1.1" if resized else "1.0"),
+           "format_version %r (resized tensors: %r)" % (j["format_version"], resized))
     expect(j["bundle_size"] == size, "bundle_size %r, file is %d" % (j["bundle_size"], size))
     expect(j["kind"] == a.kind, "kind %r, expected %r" % (j["kind"], a.kind))
     expect(j["chunk_size"] == a.chunk_size, "chunk_size %r, expected %d"

@@ -600,12 +600,26 @@ def diff(base_tensors, target_tensors, chunk_size):
             tdata = tt["data"]
             delta = (bt is not None and bt["dtype"] == tt["dtype"] and
                      len(bt["data"]) == len(tdata))
-            bdata = bt["data"] if delta else bytes(len(tdata))
+            # the reference writer's resized tensors (SPEC.md 6.5): the same dtype
+            # and rank, other bytes, a shape that differs in its first dimension
+            # only; coded against the base's common prefix, then zeros
+            resized = (bt is not None and not delta and bt["dtype"] == tt["dtype"] and
+                       len(bt["shape"]) == len(tt["shape"]) >= 1 and
+                       bt["shape"][1:] == tt["shape"][1:] and bt["data"] and tdata)
+            if delta:
+                bdata = bt["data"]
+            elif resized:
+                common = bt["data"][:len(tdata)]
+                bdata = common + bytes(len(tdata) - len(common))
+            else:
+                bdata = bytes(len(tdata))
             elems = count_changed(bdata, tdata, E)
             chunks = sum(1 for i in range(0, len(tdata), chunk_size)
                          if bdata[i:i + chunk_size] != tdata[i:i + chunk_size])
             if bt is None:
                 status = "added"
+            elif resized:
+                status = "resized"
             elif not delta:
                 status = "recoded"
             else:
