@@ -2,7 +2,7 @@
 # bench/run.sh - dcr against its peers on the same generated BF16 pairs, in one run.
 #
 #   bench/run.sh [--sizes "256M 2G"] [--rates "0.01 0.03 0.05"] [--runs 3] [--slow-runs 1]
-#                [--slow-rates "0.01"]
+#                [--slow-rates "0.01"] [--set-size 2G] [--set-shards 8]
 #
 # For each pair it measures bundle size, encode and apply time (median of --runs,
 # with min and max; the slow zstd -19 peer uses --slow-runs, and runs only at the
@@ -12,12 +12,16 @@
 # dcr's in-place apply (--verify full and chunk) beside its copy apply,
 # with two I/O ceilings (cp of the target; dd of as many zeros into a new file),
 # reports throughput as a fraction of this machine's memcpy bandwidth, and adds
-# `dcr bench` on the same pair for validate speeds. Inputs sit in the page cache
+# `dcr bench` on the same pair for validate speeds. Then a sharded model (a
+# --set-size pair laid out by tests/mkset.py as --set-shards shards with index,
+# config and tokenizer files): the checkpoint set against one bundle per member
+# file, sharded the same way, and re-sharded (another order, a tensor moved to
+# another shard). Inputs sit in the page cache
 # (each is read once before timing). Output: markdown on stdout; progress on
 # stderr. Peers come from Debian's packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes="256M"; rates="0.01 0.03 0.05"; runs=3; slow_runs=1; slow_rates=""
+sizes="256M"; rates="0.01 0.03 0.05"; runs=3; slow_runs=1; slow_rates=""; set_size=2G; set_shards=8
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
@@ -25,7 +29,9 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --slow-runs) slow_runs=$2; shift 2 ;;
     --slow-rates) slow_rates=$2; shift 2 ;;
-    *) echo "usage: bench/run.sh [--sizes LIST] [--rates LIST] [--runs N] [--slow-runs N] [--slow-rates LIST]" >&2; exit 2 ;;
+    --set-size) set_size=$2; shift 2 ;;
+    --set-shards) set_shards=$2; shift 2 ;;
+    *) echo "usage: bench/run.sh [--sizes LIST] [--rates LIST] [--runs N] [--slow-runs N] [--slow-rates LIST] [--set-size SIZE] [--set-shards N]" >&2; exit 2 ;;
   esac
 done
 [ -n "$slow_rates" ] || slow_rates=$rates
@@ -149,4 +155,22 @@ for size in $sizes; do
     $dcr bench "$b" "$t" --runs "$runs" --threads "$threads,1"
     echo '```'
   done
+done
+
+# ---- a sharded model: one set bundle against one bundle per member file
+echo "bench: a $set_size model in $set_shards shards" >&2
+$dcr synth "$work/sb.st" "$work/st.st" --size "$set_size" --rate 0.01 --seed 7 -q -f
+python3 tests/mkset.py "$work/sb.st" "$work/SB" --shards "$set_shards"
+python3 tests/mkset.py "$work/st.st" "$work/ST" --shards "$set_shards"
+python3 tests/mkset.py "$work/st.st" "$work/SR" --shards "$set_shards" --reverse --move model.embed_tokens.weight
+rm -f "$work/sb.st" "$work/st.st"
+echo
+echo "## A $set_size model in $set_shards safetensors shards (with index, config and tokenizer files), 1% changed"
+for t in ST SR; do
+  echo
+  [ "$t" = ST ] && echo "Sharded the same way as the base:" || echo "Re-sharded (another order, the embedding moved to the last shard):"
+  echo
+  echo '```'
+  $dcr bench "$work/SB" "$work/$t" --runs "$runs" --threads "$threads"
+  echo '```'
 done

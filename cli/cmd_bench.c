@@ -2,12 +2,14 @@
  * cmd_bench.c - dcr bench [BASE TARGET]: bundle size and encode/apply/validate
  * speed per thread count, in the spirit of `zstd -b`. Without files it benchmarks
  * a generated BF16 pair (cli/synth.c). Comparisons with other tools are
- * bench/run.sh's job; this measures dcr alone, in one process.
+ * bench/run.sh's job; this measures dcr alone, in one process. Two model
+ * directories are a checkpoint set, measured against one bundle per member file.
  */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,8 @@ static const char usage[] =
     "Usage: dcr bench [BASE TARGET] [OPTIONS]\n"
     "Measure bundle size and encode, apply and validate speed for each thread count.\n"
     "Without files, a sample BF16 pair is generated in a temporary directory.\n"
+    "BASE and TARGET may be model directories (a checkpoint set): the set is then\n"
+    "compared with one bundle per member file (what a script per shard makes).\n"
     "Encode and apply speeds are GB/s of target bytes; open (structure and every\n"
     "checksum) and verify (open, then decode every chunk) are GB/s of bundle bytes.\n"
     "Each figure is the median of --runs.\n\n"
@@ -98,7 +102,7 @@ static int bench_threads(const char *base, const char *target, const char *out,
       tv[r] = to[r] + now() - t0;
     }
     if (!rc) {
-      unlink(out); /* not timed: dropping the last run's file */
+      cli_remove_tree(out); /* not timed: dropping the last run's output */
       t0 = now();
       rc = dcr_apply(reader, base, out, &ao, &d);
       ta[r] = now() - t0;
@@ -130,6 +134,70 @@ static int bench_threads(const char *base, const char *target, const char *out,
     printf("%7u %9.4f%% %8.3f %9.2f %9.2f %9.2f %9.2f %10.1f\n", threads, share, per, gb / e,
            gb / a, bundle_gb / op, bundle_gb / v, (double)ru.ru_maxrss / 1024.0);
   free(m.data);
+  return CLI_OK;
+}
+
+/* ---- a set against one bundle per member file */
+
+/* Encodes each target member against the base's member of the same path (the
+ * bytes of one that is new count whole), as a script per shard would. */
+static int bench_members(const char *base, const char *target, const dcr_encode_options *eo,
+                         unsigned threads, const dcr_encode_stats *set, double set_seconds,
+                         json_t *doc) {
+  dcr_checkpoint *ck = NULL;
+  dcr_detail d;
+  int rc = dcr_checkpoint_open(&ck, target, DCR_KIND_SET, &cli_limits, &d);
+  if (rc) return cli_report(target, rc, &d), cli_exit_code(rc);
+  dcr_checkpoint_summary info;
+  dcr_checkpoint_info(ck, &info);
+  uint64_t bytes = 0, bundles = 0, whole = 0;
+  double t0 = now();
+  for (uint64_t i = 0; i < info.member_count && !rc; i++) {
+    dcr_member_info m;
+    dcr_checkpoint_member(ck, i, &m);
+    char b[8400], t[8400];
+    snprintf(b, sizeof b, "%s/%.*s", base, (int)m.path_length, m.path);
+    snprintf(t, sizeof t, "%s/%.*s", target, (int)m.path_length, m.path);
+    if (access(b, R_OK)) { /* new in the target: sent whole */
+      bytes += m.prefix_length + m.data_length, whole++;
+      continue;
+    }
+    dcr_encode_options o = *eo;
+    o.threads = threads;
+    o.raw = m.kind == DCR_KIND_RAW;
+    o.unrelated = 1;
+    membuf mb = {0};
+    dcr_encode_stats st;
+    rc = dcr_encode(b, t, &o, mem_write, &mb, &st, &d);
+    if (rc == DCR_E_CHECKPOINT || rc == DCR_E_LAYOUT) { /* a shard that was not one before */
+      o.raw = 1;
+      rc = dcr_encode(b, t, &o, mem_write, &mb, &st, &d);
+    }
+    free(mb.data);
+    if (rc) cli_report(t, rc, &d);
+    bytes += st.bundle_size, bundles++;
+  }
+  double seconds = now() - t0;
+  dcr_checkpoint_free(ck);
+  if (rc) return cli_exit_code(rc);
+  double target_bytes = (double)set->target_size;
+  if (doc)
+    json_object_set_new(doc, "per_member", json_pack("{s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:f}",
+                        "bundles", (json_int_t)bundles, "members_sent_whole", (json_int_t)whole,
+                        "bytes", (json_int_t)bytes,
+                        "percent", 100.0 * (double)bytes / target_bytes, "set_bytes",
+                        (json_int_t)set->bundle_size, "set_percent",
+                        100.0 * (double)set->bundle_size / target_bytes, "encode_seconds", seconds,
+                        "set_encode_seconds", set_seconds));
+  else
+    printf("\nset against one bundle per member file (%u threads; %llu bundles, %llu new files "
+           "sent whole):\n"
+           "  per member: %12llu bytes (%.4f%% of the target), encode %.2f s\n"
+           "  set:        %12llu bytes (%.4f%%), encode %.2f s, one state id, one commit\n",
+           threads, (unsigned long long)bundles, (unsigned long long)whole,
+           (unsigned long long)bytes, 100.0 * (double)bytes / target_bytes,
+           seconds, (unsigned long long)set->bundle_size,
+           100.0 * (double)set->bundle_size / target_bytes, set_seconds);
   return CLI_OK;
 }
 
@@ -366,8 +434,23 @@ int cmd_bench(int argc, char **argv) {
   json_t *rows = json ? json_array() : NULL, *refit = json ? json_array() : NULL;
   for (unsigned i = 0; i < nthreads && !rc; i++)
     rc = bench_threads(base, target, out, &eo, threads[i], runs, rows);
-  unlink(out);
-  if (!rc) rc = bench_refits(base, target, dir, &eo, threads, nthreads, runs, refit);
+  cli_remove_tree(out);
+  struct stat st;
+  if (!rc && !stat(base, &st) && S_ISDIR(st.st_mode)) { /* a set: no in-place refit (§10.3) */
+    dcr_encode_stats es;
+    membuf m = {0};
+    dcr_detail d;
+    dcr_encode_options o = eo;
+    o.threads = threads[nthreads - 1];
+    double t0 = now();
+    int err = dcr_encode(base, target, &o, mem_write, &m, &es, &d);
+    double seconds = now() - t0;
+    free(m.data);
+    rc = err ? (cli_report(NULL, err, &d), cli_exit_code(err))
+             : bench_members(base, target, &eo, o.threads, &es, seconds, doc);
+  } else if (!rc) {
+    rc = bench_refits(base, target, dir, &eo, threads, nthreads, runs, refit);
+  }
   if (json && !rc) {
     json_object_set_new(doc, "runs", json_integer(runs));
     json_object_set_new(doc, "copy", rows);
