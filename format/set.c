@@ -42,36 +42,41 @@ int dcr__set_path_valid(const char *path, size_t n) {
 
 /* ---- the directory walk */
 
+/* An entry met by the walk: a member, or a file that cannot be one (`why`, with
+ * its code). Failures are reported in path order once the walk is done, so that
+ * the answer does not depend on the order readdir returns entries in. */
 typedef struct {
-  char **paths;
+  char *path;
+  const char *why;
+  int code;
+} found;
+
+typedef struct {
+  found *entries;
   size_t count, capacity;
   const char *root;
   const dcr_limits *lim;
   dcr_detail *d;
 } walk;
 
-static int add_path(walk *w, const char *path) {
+static int add_path(walk *w, const char *path, int code, const char *why) {
   if (w->count == w->capacity) {
     size_t cap = w->capacity ? 2 * w->capacity : 64;
-    char **p = realloc(w->paths, cap * sizeof *p);
+    found *p = realloc(w->entries, cap * sizeof *p);
     if (!p) return dcr__fail(w->d, DCR_E_NOMEM, "cannot allocate the member list");
-    w->paths = p, w->capacity = cap;
+    w->entries = p, w->capacity = cap;
   }
-  if (w->count >= w->lim->max_tensors)
-    return dcr__fail(w->d, DCR_E_LIMIT, "more than %llu members",
-                     (unsigned long long)w->lim->max_tensors);
-  if (!(w->paths[w->count] = strdup(path))) return dcr__fail(w->d, DCR_E_NOMEM, "cannot allocate");
-  w->count++;
+  if (w->count > w->lim->max_tensors) /* one over: enough to report it, bounded */
+    return DCR_OK;
+  if (!(w->entries[w->count].path = strdup(path)))
+    return dcr__fail(w->d, DCR_E_NOMEM, "cannot allocate");
+  w->entries[w->count].why = why;
+  w->entries[w->count++].code = code;
   return DCR_OK;
 }
 
-static int refuse(walk *w, const char *path, const char *why) {
-  dcr__detail_member(w->d, w->root, path, strlen(path));
-  return dcr__fail(w->d, DCR_E_CHECKPOINT, "%s", why);
-}
-
 /* Walks `dir` (relative path `rel`, "" at the root) with openat, so that the
- * paths recorded are the ones read. */
+ * paths recorded are the ones read. Only I/O and memory failures stop it. */
 static int walk_dir(walk *w, int dirfd, const char *rel) {
   DIR *dir = fdopendir(dirfd);
   if (!dir) {
@@ -85,33 +90,30 @@ static int walk_dir(walk *w, int dirfd, const char *rel) {
     if (e->d_name[0] == '.') continue; /* hidden, ".", ".." (§2.3) */
     int n = snprintf(path, sizeof path, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
     if (n < 0 || (size_t)n >= sizeof path || (uint64_t)n > w->lim->max_name_length) {
-      dcr__detail_file(w->d, w->root);
-      rc = dcr__fail(w->d, DCR_E_LIMIT, "a member path is longer than %llu bytes",
-                     (unsigned long long)w->lim->max_name_length);
-      break;
-    }
-    if (!dcr__utf8_valid((const uint8_t *)path, (size_t)n) || strchr(path, '\\')) {
-      rc = refuse(w, path, "file name is not UTF-8 or has a '\\': it cannot be a member path");
-      break;
+      if (n > 0 && (size_t)n < sizeof path) rc = add_path(w, path, DCR_E_LIMIT, "path over max_name_length");
+      else rc = add_path(w, e->d_name, DCR_E_LIMIT, "path over max_name_length");
+      continue;
     }
     struct stat st, lst;
-    if (fstatat(dirfd, e->d_name, &lst, AT_SYMLINK_NOFOLLOW)) {
-      rc = refuse(w, path, "cannot stat");
-    } else if (fstatat(dirfd, e->d_name, &st, 0)) {
-      rc = refuse(w, path, "symbolic link that leads nowhere");
-    } else if (S_ISDIR(st.st_mode)) {
-      if (S_ISLNK(lst.st_mode)) {
-        rc = refuse(w, path, "symbolic link to a directory: not followed (copy or move the "
-                    "directory in, or read it as its own set)");
-      } else {
-        int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        rc = sub < 0 ? refuse(w, path, "cannot open the directory") : walk_dir(w, sub, path);
-      }
-    } else if (S_ISREG(st.st_mode)) {
-      rc = add_path(w, path);
-    } else {
-      rc = refuse(w, path, "neither a regular file nor a directory (a pipe, socket or device)");
-    }
+    if (!dcr__utf8_valid((const uint8_t *)path, (size_t)n) || strchr(path, '\\'))
+      rc = add_path(w, path, DCR_E_CHECKPOINT, "file name is not UTF-8 or has a '\\': it "
+                    "cannot be a member path");
+    else if (fstatat(dirfd, e->d_name, &lst, AT_SYMLINK_NOFOLLOW))
+      rc = add_path(w, path, DCR_E_CHECKPOINT, "cannot stat");
+    else if (fstatat(dirfd, e->d_name, &st, 0))
+      rc = add_path(w, path, DCR_E_CHECKPOINT, "symbolic link that leads nowhere");
+    else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode))
+      rc = add_path(w, path, DCR_E_CHECKPOINT, "symbolic link to a directory: not followed "
+                    "(copy or move the directory in, or read it as its own set)");
+    else if (S_ISDIR(st.st_mode)) {
+      int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      rc = sub < 0 ? add_path(w, path, DCR_E_CHECKPOINT, "cannot open the directory")
+                   : walk_dir(w, sub, path);
+    } else if (S_ISREG(st.st_mode))
+      rc = add_path(w, path, DCR_OK, NULL);
+    else
+      rc = add_path(w, path, DCR_E_CHECKPOINT, "neither a regular file nor a directory (a "
+                    "pipe, socket or device)");
   }
   if (!rc && errno) rc = dcr__fail(w->d, DCR_E_IO, "cannot read the directory: %s", strerror(errno));
   closedir(dir);
@@ -119,7 +121,23 @@ static int walk_dir(walk *w, int dirfd, const char *rel) {
 }
 
 static int by_path(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b); /* bytewise: strcmp is */
+  return strcmp(((const found *)a)->path, ((const found *)b)->path); /* bytewise: strcmp is */
+}
+
+/* The walk's verdict, in path order: the first entry that cannot be a member,
+ * then the member count. */
+static int check_walk(const walk *w) {
+  for (size_t i = 0; i < w->count; i++)
+    if (w->entries[i].why) {
+      dcr__detail_member(w->d, w->root, w->entries[i].path, strlen(w->entries[i].path));
+      return dcr__fail(w->d, w->entries[i].code, "%s", w->entries[i].why);
+    }
+  if (w->count > w->lim->max_tensors) {
+    dcr__detail_file(w->d, w->root);
+    return dcr__fail(w->d, DCR_E_LIMIT, "more than %llu members",
+                     (unsigned long long)w->lim->max_tensors);
+  }
+  return DCR_OK;
 }
 
 /* ---- one tensor list */
@@ -239,13 +257,13 @@ static size_t members_table(const dcr__member *m, size_t count, uint8_t *out) {
   return n;
 }
 
-static int read_members(dcr__checkpoint *out, char **paths, dcr__checkpoint *subs,
+static int read_members(dcr__checkpoint *out, const found *paths, dcr__checkpoint *subs,
                         const dcr_limits *lim, unsigned minor, dcr_detail *d) {
   uint64_t start = 0;
   for (size_t i = 0; i < out->member_count; i++) {
     dcr__member *m = &out->members[i];
-    m->path = paths[i];
-    m->path_length = strlen(paths[i]);
+    m->path = paths[i].path;
+    m->path_length = strlen(paths[i].path);
     m->kind = ends_with(m->path, m->path_length, SAFETENSORS_SUFFIX) ? DCR_KIND_SAFETENSORS
                                                                     : DCR_KIND_RAW;
     char full[8192 + 4096];
@@ -337,7 +355,8 @@ int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor, int ch
     goto done;
   }
   if ((rc = walk_dir(&w, fd, ""))) goto done;
-  qsort(w.paths, w.count, sizeof *w.paths, by_path);
+  qsort(w.entries, w.count, sizeof *w.entries, by_path);
+  if ((rc = check_walk(&w))) goto done;
   out->member_count = w.count;
   out->members = calloc(w.count + 1, sizeof *out->members);
   subs = calloc(w.count + 1, sizeof *subs);
@@ -346,7 +365,7 @@ int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor, int ch
     goto done;
   }
   for (size_t i = 0; i < w.count; i++) out->members[i].fd = -1;
-  if ((rc = read_members(out, w.paths, subs, lim, minor, d))) goto done;
+  if ((rc = read_members(out, w.entries, subs, lim, minor, d))) goto done;
   if ((rc = gather(out, subs, lim, &member_of, d))) {
     if (d && !d->file[0]) dcr__detail_file(d, dir);
     goto done;
@@ -375,8 +394,8 @@ int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor, int ch
     if (ends_with(out->members[i].path, out->members[i].path_length, INDEX_SUFFIX))
       rc = check_index(out, member_of, &out->members[i], lim, d);
 done:
-  for (size_t i = 0; i < w.count; i++) free(w.paths[i]);
-  free(w.paths);
+  for (size_t i = 0; i < w.count; i++) free(w.entries[i].path);
+  free(w.entries);
   for (size_t i = 0; subs && i < out->member_count; i++) dcr__checkpoint_free(&subs[i]);
   free(subs);
   free(member_of);
