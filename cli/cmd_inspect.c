@@ -42,9 +42,18 @@ static void print_member(const dcr_member_info *m) {
   putchar('\n');
 }
 
-static json_t *member_json(const dcr_member_info *m) {
-  return json_pack("{s:s%, s:s, s:I}", "path", m->path, m->path_length, "kind",
-                   cli_kind_name(m->kind), "bytes", (json_int_t)(m->prefix_length + m->data_length));
+/* The members of a bundle's target (r) or of a checkpoint (ck). */
+static json_t *members_json(const dcr_reader *r, const dcr_checkpoint *ck, uint64_t count) {
+  json_t *a = json_array();
+  for (uint64_t i = 0; i < count; i++) {
+    dcr_member_info m;
+    if (r) dcr_reader_member(r, i, &m);
+    else dcr_checkpoint_member(ck, i, &m);
+    json_array_append_new(a, json_pack("{s:s%, s:s, s:I}", "path", m.path, m.path_length, "kind",
+                                       cli_kind_name(m.kind), "bytes",
+                                       (json_int_t)(m.prefix_length + m.data_length)));
+  }
+  return a;
 }
 
 static json_t *shape_json(const dcr_tensor_side *s) {
@@ -170,15 +179,7 @@ static void print_json(const char *path, dcr_reader *r, const dcr_bundle_info *i
                           "encodings", encodings_json(ts[i].by_encoding));
     json_array_append_new(tensors, o);
   }
-  if (info->member_count) {
-    json_t *members = json_array();
-    for (uint64_t i = 0; i < info->member_count; i++) {
-      dcr_member_info m;
-      dcr_reader_member(r, i, &m);
-      json_array_append_new(members, member_json(&m));
-    }
-    json_object_set_new(doc, "members", members);
-  }
+  if (info->member_count) json_object_set_new(doc, "members", members_json(r, NULL, info->member_count));
   json_object_set_new(doc, "sections", sections);
   json_object_set_new(doc, "meta", meta);
   json_object_set_new(doc, "tensors", tensors);
@@ -251,15 +252,7 @@ static void print_checkpoint_json(const char *path, const dcr_checkpoint *ck,
                           (json_int_t)ci->file_size, "prefix_length",
                           (json_int_t)ci->prefix_length, "tensor_count",
                           (json_int_t)ci->tensor_count, "state_id", hex, "tensors", tensors);
-  if (ci->member_count) {
-    json_t *members = json_array();
-    for (uint64_t i = 0; i < ci->member_count; i++) {
-      dcr_member_info m;
-      dcr_checkpoint_member(ck, i, &m);
-      json_array_append_new(members, member_json(&m));
-    }
-    json_object_set_new(doc, "members", members);
-  }
+  if (ci->member_count) json_object_set_new(doc, "members", members_json(NULL, ck, ci->member_count));
   cli_print_json(doc);
 }
 

@@ -107,8 +107,12 @@ int dcr__atomic_open(dcr__atomic *a, const char *dest, unsigned flags, dcr_detai
 }
 
 int dcr__atomic_check_space(const dcr__atomic *a, uint64_t bytes, dcr_detail *d) {
+  return dcr__check_space(a->fd, bytes, a->dest, d);
+}
+
+int dcr__check_space(int fd, uint64_t bytes, const char *dest, dcr_detail *d) {
   struct statvfs v;
-  if (fstatvfs(a->fd, &v) || !v.f_frsize) return DCR_OK; /* the filesystem does not say */
+  if (fstatvfs(fd, &v) || !v.f_frsize) return DCR_OK; /* the filesystem does not say */
   uint64_t avail = (uint64_t)v.f_bavail;
   avail = avail > UINT64_MAX / v.f_frsize ? UINT64_MAX : avail * v.f_frsize;
   if (avail >= bytes) return DCR_OK;
@@ -116,7 +120,7 @@ int dcr__atomic_check_space(const dcr__atomic *a, uint64_t bytes, dcr_detail *d)
   human(bytes, need);
   human(avail, have);
   dcr__fail(d, DCR_E_IO, "not enough space for the output: needs %s, %s free", need, have);
-  dcr__detail_file(d, a->dest);
+  dcr__detail_file(d, dest);
   return DCR_E_IO;
 }
 

@@ -39,6 +39,8 @@ DCR_HIDDEN int dcr__atomic_open(dcr__atomic *a, const char *dest, unsigned flags
 /* Fails with DCR_E_IO "needs X, Y free", naming dest, when the filesystem says
  * (statvfs) that fewer than `bytes` are available to this user. */
 DCR_HIDDEN int dcr__atomic_check_space(const dcr__atomic *a, uint64_t bytes, dcr_detail *d);
+/* The same for any open file or directory `fd` of the filesystem that dest is on. */
+DCR_HIDDEN int dcr__check_space(int fd, uint64_t bytes, const char *dest, dcr_detail *d);
 /* fsync (SYNC), then puts the file at dest: without REPLACE a file that appeared
  * at dest meanwhile is kept and the commit fails with DCR_E_IO ("exists"); then
  * fsyncs the directory (SYNC). Closes everything; on failure the temporary file

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "set_output.h"
@@ -120,14 +119,7 @@ int dcr__set_output_open(dcr__set_output *o, const char *dest, const dcr__member
 }
 
 int dcr__set_output_check_space(const dcr__set_output *o, uint64_t bytes, dcr_detail *d) {
-  struct statvfs v;
-  if (fstatvfs(o->root_fd, &v) || !v.f_frsize) return DCR_OK; /* the filesystem does not say */
-  uint64_t avail = (uint64_t)v.f_bavail;
-  avail = avail > UINT64_MAX / v.f_frsize ? UINT64_MAX : avail * v.f_frsize;
-  if (avail >= bytes) return DCR_OK;
-  dcr__detail_file(d, o->dest);
-  return dcr__fail(d, DCR_E_IO, "not enough space for the output: needs %llu MiB, %llu MiB free",
-                   (unsigned long long)(bytes >> 20), (unsigned long long)(avail >> 20));
+  return dcr__check_space(o->root_fd, bytes, o->dest, d);
 }
 
 int dcr__set_output_create(dcr__set_output *o, dcr_detail *d) {
