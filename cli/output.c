@@ -86,6 +86,11 @@ int cli_check_output_dir(const char *path, int force, const char *base) {
   char base_real[PATH_MAX], where[PATH_MAX], parent[PATH_MAX];
   if (!strcmp(path, "-")) return cli_usage("apply", "a checkpoint set is a directory: -o names one");
   int exists = !lstat(path, &st);
+  if (exists && S_ISLNK(st.st_mode)) {
+    fprintf(stderr, "dcr: %s: is a symbolic link; write a new directory and point the link at "
+            "it (ln -sfn NEW %s); nothing written\n", path, path);
+    return CLI_USAGE;
+  }
   if (exists && !S_ISDIR(st.st_mode)) {
     fprintf(stderr, "dcr: %s: exists and is not a directory; a set's output is one\n", path);
     return CLI_USAGE;

@@ -131,6 +131,9 @@ t_output_rules() {
   run apply B s.dcr -o B/new; want_rc 2 "nor inside it"; has e "inside the base" "says why"
   [ ! -e B/new ] || fail "nothing written inside the base"
   run apply B s.dcr -o -; want_rc 2 "a set does not stream"
+  ln -s O current
+  run apply B s.dcr -o current -f; want_rc 2 "a link is not replaced"; has e "ln -sfn" "says what to do"
+  [ "$(readlink current)" = O ] || fail "the link is untouched"
   run apply --in-place B s.dcr; want_rc 2 "in place is refused for a set"; has e "new directory" "says what to do"
   same_tree B "$(python3 "$MKSET" b.st BB >/dev/null && echo BB)"
 }
