@@ -86,6 +86,9 @@ int cmd_validate(int argc, char **argv) {
     }
   }
   if (cli_arg_count("validate", argc, argv, 1, 1, "one BUNDLE")) return CLI_USAGE;
+  char base_dir[4096], target_dir[4096]; /* a set may be named by its index file */
+  if (base) base = cli_checkpoint_path(base, base_dir, sizeof base_dir);
+  if (target) target = cli_checkpoint_path(target, target_dir, sizeof target_dir);
   if ((base && cli_check_checkpoint(base)) || (target && cli_check_checkpoint(target))) return CLI_USAGE;
   report rp = {json, common.quiet, CLI_OK, json_array(), argv[optind], "structure"};
   dcr_reader *r = NULL;
