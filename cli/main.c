@@ -2,6 +2,7 @@
  * main.c - the dcr program: dispatches to a command.
  */
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 
@@ -76,6 +77,13 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[1], commands[i].name)) {
       cli_signals_install();
+      /* A model directory keeps each member file open (two sets to encode): a
+       * model of hundreds of shards needs more than the usual soft limit of 1024. */
+      struct rlimit files;
+      if (!getrlimit(RLIMIT_NOFILE, &files) && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+      }
       int rc = commands[i].run(argc - 1, argv + 1);
       /* A failure after an interrupt is the interrupt's doing (an open() of a FIFO
        * that returned EINTR, a write cut short): it exits as interrupted. Work that
