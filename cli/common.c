@@ -88,15 +88,30 @@ void cli_report(const char *fallback_file, int code, const dcr_detail *d) {
   fputc('\n', stderr);
 }
 
+/* A JSON string of text that may hold bytes that are not UTF-8 (a bad name or path
+ * quoted in a message): those are written as \xNN, as on the terminal. */
+static json_t *json_text(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  size_t n = strlen(s);
+  char *out = malloc(4 * n + 1), *o = out;
+  if (!out) return json_string("(text not UTF-8)");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    o += *p < 0x80 ? (size_t)sprintf(o, "%c", *p) : (size_t)sprintf(o, "\\x%02x", *p);
+  j = json_string(out);
+  free(out);
+  return j;
+}
+
 json_t *cli_error_json(int code, const char *stage, const dcr_detail *d) {
-  json_t *e = json_pack("{s:s, s:i, s:s, s:s}", "code", dcr_error_name(code), "number", code,
-                        "message", d->message[0] ? d->message : dcr_error_message(code),
+  json_t *e = json_pack("{s:s, s:i, s:o, s:s}", "code", dcr_error_name(code), "number", code,
+                        "message", json_text(d->message[0] ? d->message : dcr_error_message(code)),
                         "stage", stage);
-  json_object_set_new(e, "file", d->file[0] ? json_string(d->file) : json_null());
+  json_object_set_new(e, "file", d->file[0] ? json_text(d->file) : json_null());
   json_object_set_new(e, "offset", d->offset != DCR_NONE ? json_integer((json_int_t)d->offset)
                                                         : json_null());
   json_object_set_new(e, "section", d->section[0] ? json_string(d->section) : json_null());
-  json_object_set_new(e, "tensor", d->tensor_name[0] ? json_string(d->tensor_name) : json_null());
+  json_object_set_new(e, "tensor", d->tensor_name[0] ? json_text(d->tensor_name) : json_null());
   json_object_set_new(e, "chunk", d->chunk != DCR_NONE ? json_integer((json_int_t)d->chunk)
                                                       : json_null());
   return e;

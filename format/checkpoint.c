@@ -110,9 +110,9 @@ int dcr__checkpoint_read(int fd, int kind, const dcr_limits *lim, unsigned minor
   if (fstat(fd, &st)) return dcr__fail(d, DCR_E_IO, "cannot stat: %s", strerror(errno));
   /* The data region's length comes from the file size, which only a regular file
    * has; a pipe would read as an empty checkpoint. */
-  if (S_ISDIR(st.st_mode))
-    return dcr__fail(d, DCR_E_IO, "is a directory: a sharded model is read as a set "
-                     "(format 1.1; dcr takes the directory where both inputs are directories)");
+  if (S_ISDIR(st.st_mode)) /* §2.3: an input of the wrong form */
+    return dcr__fail(d, DCR_E_CHECKPOINT, "is a directory, and the bundle's checkpoints are "
+                     "files (a sharded model is read as a set where both inputs are directories)");
   if (!S_ISREG(st.st_mode)) return dcr__fail(d, DCR_E_IO, "not a regular file");
   uint64_t size = (uint64_t)st.st_size;
   if (size > lim->max_file_size)

@@ -83,6 +83,8 @@ DCR_HIDDEN void dcr__detail_member(dcr_detail *d, const char *root, const char *
  * (what a writer does, §2.3). */
 DCR_HIDDEN int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor,
                              int check_index, dcr__checkpoint *out, dcr_detail *d);
+/* A member's kind by its path: safetensors for "*.safetensors", else raw (§2.3). */
+DCR_HIDDEN int dcr__set_member_kind(const char *path, size_t length);
 /* Whether `path` is a valid member path (§2.3). */
 DCR_HIDDEN int dcr__set_path_valid(const char *path, size_t length);
 /* The member that holds set data offset `at` (the last of equal starts: empty

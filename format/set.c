@@ -28,6 +28,10 @@ static int ends_with(const char *s, size_t n, const char *suffix) {
   return n >= k && !memcmp(s + n - k, suffix, k);
 }
 
+int dcr__set_member_kind(const char *path, size_t n) {
+  return ends_with(path, n, SAFETENSORS_SUFFIX) ? DCR_KIND_SAFETENSORS : DCR_KIND_RAW;
+}
+
 int dcr__set_path_valid(const char *path, size_t n) {
   if (!n || !dcr__utf8_valid((const uint8_t *)path, n) || memchr(path, '\\', n)) return 0;
   for (size_t i = 0; i < n;) { /* components: non-empty, not starting with '.' */
@@ -264,8 +268,7 @@ static int read_members(dcr__checkpoint *out, const found *paths, dcr__checkpoin
     dcr__member *m = &out->members[i];
     m->path = paths[i].path;
     m->path_length = strlen(paths[i].path);
-    m->kind = ends_with(m->path, m->path_length, SAFETENSORS_SUFFIX) ? DCR_KIND_SAFETENSORS
-                                                                    : DCR_KIND_RAW;
+    m->kind = dcr__set_member_kind(m->path, m->path_length);
     char full[8192 + 4096];
     snprintf(full, sizeof full, "%s/%s", out->root, m->path);
     m->fd = open(full, O_RDONLY | O_CLOEXEC);
@@ -349,13 +352,14 @@ int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor, int ch
   if (!(out->root = strdup(dir))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    rc = dcr__fail(d, DCR_E_IO, errno == ENOTDIR ? "not a directory: both inputs of a set "
-                   "are directories" : "cannot open the directory: %s", strerror(errno));
+    rc = errno == ENOTDIR ? dcr__fail(d, DCR_E_CHECKPOINT, "not a directory, and the bundle's "
+                                      "checkpoints are sets (model directories)")
+                          : dcr__fail(d, DCR_E_IO, "cannot open the directory: %s", strerror(errno));
     dcr__detail_file(d, dir);
     goto done;
   }
   if ((rc = walk_dir(&w, fd, ""))) goto done;
-  qsort(w.entries, w.count, sizeof *w.entries, by_path);
+  if (w.count) qsort(w.entries, w.count, sizeof *w.entries, by_path); /* NULL for an empty directory */
   if ((rc = check_walk(&w))) goto done;
   out->member_count = w.count;
   out->members = calloc(w.count + 1, sizeof *out->members);

@@ -94,6 +94,10 @@ static int parse_members(cursor *c, dcr__manifest *m, const dcr_limits *lim, uns
                        (unsigned long long)v);
     if ((rc = field(c, 1, &v))) return rc;
     if (v) return dcr__fail(c->d, DCR_E_RESERVED, "member's reserved byte is 0x%02x", (unsigned)v);
+    if (mb->kind != dcr__set_member_kind(mb->path, mb->path_length))
+      return dcr__fail(c->d, DCR_E_MANIFEST, "member \"%.*s\" is of kind %d; its name says %s",
+                       (int)(mb->path_length < 200 ? mb->path_length : 200), mb->path, mb->kind,
+                       mb->kind == DCR_KIND_RAW ? "safetensors" : "raw");
     if ((rc = field(c, 8, &mb->prefix_length)) || (rc = field(c, 8, &mb->data_length))) return rc;
     if (dcr__add_overflow(mb->prefix_length, mb->data_length, &total) || total > lim->max_file_size)
       return dcr__fail(c->d, DCR_E_LIMIT, "member file of %llu + %llu bytes exceeds the limit %llu",

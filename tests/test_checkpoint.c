@@ -305,8 +305,10 @@ static void test_errors(void **state) {
   snprintf(path, sizeof path, "%s/missing.safetensors", tmpdir);
   assert_int_equal(dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, NULL, &d), DCR_E_IO);
   assert_string_equal(d.file, path);
-  assert_int_equal(dcr_checkpoint_open(&ck, tmpdir, DCR_KIND_RAW, NULL, &d), DCR_E_IO);
+  /* an input of the wrong form (SPEC.md §2.3): a directory for a file, and back */
+  assert_int_equal(dcr_checkpoint_open(&ck, tmpdir, DCR_KIND_RAW, NULL, &d), DCR_E_CHECKPOINT);
   make_file(path, "some.bin", "0123456789", 10);
+  assert_int_equal(dcr_checkpoint_open(&ck, path, DCR_KIND_SET, NULL, &d), DCR_E_CHECKPOINT);
   assert_int_equal(dcr_checkpoint_open(&ck, path, 7, NULL, &d), DCR_E_ARGUMENT);
   dcr_limits lim;
   dcr_limits_default(&lim);

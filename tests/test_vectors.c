@@ -1,18 +1,26 @@
 /*
  * test_vectors.c - the conformance runner: plays every golden test vector of
- * testvectors/index.json (SPEC.md §12) through the library, one cmocka test per
- * vector, and checks the outcome and the stage it appears at against the index.
+ * testvectors/index.json (format 1.0) and testvectors/v1.1/index.json (format 1.1,
+ * SPEC.md §12) through the library, one cmocka test per vector, and checks the
+ * outcome and the stage it appears at against the index.
  *
  *   open (file and memory) -> verify_all -> apply to BASE -> compare with TARGET
  *   -> dcr_check_target(TARGET)
  *
  *   usage: test_vectors [DIR]
  *
- * DIR is the folder holding index.json: the argument, else $DCR_TESTVECTORS, else
- * testvectors/ (run from the repository root). `make vectors-check` also plays
- * the repaired variants that `mkvectors --repaired DIR` writes (an index in the
- * same form, every vector valid). tests/conformance.sh does the same through the
- * dcr CLI and checks the index.
+ * DIR is the folder holding index.json: the argument, else $DCR_TESTVECTORS; with
+ * neither, testvectors/ and then testvectors/v1.1/ (run from the repository root).
+ * `make vectors-check` also plays the repaired variants that `mkvectors --repaired
+ * DIR` and `mkvectors11 --repaired DIR` write (an index in the same form, every
+ * vector valid). tests/conformance.sh does the same through the dcr CLI and checks
+ * the indexes.
+ *
+ * A base or target that is a checkpoint set (1.1, kind 3) is a directory: the index
+ * gives it as {path, members: {member path: sha256}, ignored}. It is applied to a
+ * new output directory, which must then hold exactly the target's members, byte for
+ * byte (hidden files are not members, so the output has none); a failed apply must
+ * leave no output directory (R-APL-4).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -42,6 +52,65 @@ static const char *file_path(const json_t *v, const char *role, char *out, size_
   if (!f) return NULL;
   snprintf(out, size, "%s/%s", root, json_string_value(json_object_get(f, "path")));
   return out;
+}
+
+/* ---- output directories of checkpoint sets (1.1) */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* Removes a file or a directory tree, if there is one. */
+static void remove_tree(const char *path) {
+  struct stat st;
+  if (lstat(path, &st)) return;
+  if (S_ISDIR(st.st_mode)) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  else unlink(path);
+}
+
+static size_t tree_files;
+static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)path, (void)st, (void)ftw;
+  if (flag != FTW_D && flag != FTW_DP) tree_files++;
+  return 0;
+}
+
+/* Whether two files hold the same bytes. */
+static int same_file(const char *a, const char *b) {
+  size_t n1 = 0, n2 = 0;
+  uint8_t *p = slurp(a, &n1), *q = slurp(b, &n2);
+  int same = p && q && n1 == n2 && !memcmp(p, q, n1);
+  free(p);
+  free(q);
+  return same;
+}
+
+/* Whether directory `out` holds exactly the members of target `t` (its index
+ * object), each the bytes of the target directory's file at `dir`; 0 and a
+ * message if not. */
+static int same_set(const char *out, const json_t *t, const char *dir, char *why, size_t size) {
+  const json_t *members = json_object_get(t, "members");
+  const char *m;
+  const json_t *sha;
+  json_object_foreach((json_t *)members, m, sha) {
+    char a[8192], b[8192];
+    (void)sha; /* the runner compares bytes with the target's files */
+    snprintf(a, sizeof a, "%s/%s", out, m);
+    snprintf(b, sizeof b, "%s/%s", dir, m);
+    if (!same_file(a, b)) {
+      snprintf(why, size, "member %s of the output is not the target's", m);
+      return 0;
+    }
+  }
+  tree_files = 0;
+  nftw(out, count_entry, 16, FTW_PHYS);
+  if (tree_files != json_object_size(members)) {
+    snprintf(why, size, "the output holds %zu files, the target %zu members", tree_files,
+             json_object_size(members));
+    return 0;
+  }
+  return 1;
 }
 
 
@@ -117,20 +186,23 @@ static void play(void **state) {
     dcr_apply_options_default(&opt);
     opt.sync = 0;
     opt.threads = 2; /* apply sizes per-thread buffers by chunk_size (up to 2^30) */
-    unlink(out);
+    remove_tree(out); /* a set's output directory must not exist yet */
     got = dcr_apply(r, base, out, &opt, &d);
     if (got) {
       got_stage = "apply";
-      if (access(out, F_OK) == 0) fail_msg("%s: failed apply left %s behind (R-APL-4)", id, out);
+      if (access(out, F_OK) == 0) {
+        remove_tree(out);
+        fail_msg("%s: failed apply left %s behind (R-APL-4)", id, out);
+      }
     } else if (target && !strcmp(result, "valid")) {
-      size_t n1 = 0, n2 = 0;
-      uint8_t *a = slurp(out, &n1), *b = slurp(target, &n2);
-      int same = a && b && n1 == n2 && !memcmp(a, b, n1);
-      free(a);
-      free(b);
-      if (!same) fail_msg("%s: the applied output differs from the target file", id);
+      const json_t *t = json_object_get(json_object_get(v, "files"), "target");
+      char why[512] = "the applied output differs from the target file";
+      int same = json_object_get(t, "members") ? same_set(out, t, target, why, sizeof why)
+                                               : same_file(out, target);
+      remove_tree(out);
+      if (!same) fail_msg("%s: %s", id, why);
     }
-    unlink(out);
+    remove_tree(out);
   }
   if (!got && target) {
     got = dcr_check_target(r, target, NULL, &d);
@@ -164,8 +236,15 @@ static void play(void **state) {
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("DCR_TESTVECTORS");
-  if (!dir || !*dir) dir = "testvectors";
-  int failed = run_vectors("vectors", dir, "id");
+  if (dir && *dir) {
+    int failed = run_vectors("vectors", dir, "id");
+    rmdir(workdir);
+    return failed;
+  }
+  /* The corpus of each version: 1.0, then 1.1. */
+  int failed = run_vectors("vectors", "testvectors", "id");
+  rmdir(workdir);
+  failed += run_vectors("vectors-1.1", "testvectors/v1.1", "id");
   rmdir(workdir);
   return failed;
 }

@@ -1,6 +1,7 @@
 /*
- * vecgen.h - what the test vector generators share (tools/mkvectors.c for bundles,
- * tools/mkjournals.c for apply journals): errors, growable byte buffers,
+ * vecgen.h - what the test vector generators share (tools/mkvectors.c and
+ * tools/mkvectors11.c for bundles, with tools/bundlegen.h; tools/mkjournals.c for
+ * apply journals): errors, growable byte buffers,
  * little-endian fields, a seeded splitmix64 stream, XXH3-64 and SHA-256. Each
  * generator includes it once, after defining VECGEN_NAME (its name in errors) and
  * SEED. Nothing here comes from libdcr: the generators are independent writers.
