@@ -46,7 +46,16 @@ cmp "$work/worker.safetensors" "$work/target.safetensors"
 echo "   state ids (dcr id): the worker's checkpoint is now the bundle's target"
 $dcr id "$work/worker.safetensors" "$work/target.safetensors" | sed "s|$work/|   |"
 
-echo "== 8. summary"
+echo "== 8. a whole model directory (format 1.1): the same pair saved as 4 shards with index,"
+echo "   config and tokenizer files, the target re-sharded; one bundle, one state id"
+python3 tests/mkset.py "$work/base.safetensors" "$work/model-base" --shards 4
+python3 tests/mkset.py "$work/target.safetensors" "$work/model-target" --shards 4 --reverse
+$dcr encode "$work/model-base" "$work/model-target" -o "$work/model.dcr"
+$dcr apply "$work/model-base" "$work/model.dcr" -o "$work/model-out"
+diff -r "$work/model-out" "$work/model-target" && echo "   model-out is model-target, file for file"
+$dcr id "$work/model-out" "$work/target.safetensors" | sed "s|$work/|   |"
+
+echo "== 9. summary"
 target=$(wc -c < "$work/target.safetensors")
 bundle=$(wc -c < "$work/step.dcr")
 awk -v t="$target" -v b="$bundle" 'BEGIN {
