@@ -48,8 +48,8 @@ $dcr id "$work/worker.safetensors" "$work/target.safetensors" | sed "s|$work/|  
 
 echo "== 8. a whole model directory (format 1.1): the same pair saved as 4 shards with index,"
 echo "   config and tokenizer files, the target re-sharded; one bundle, one state id"
-python3 tests/mkset.py "$work/base.safetensors" "$work/model-base" --shards 4
-python3 tests/mkset.py "$work/target.safetensors" "$work/model-target" --shards 4 --reverse
+python3 "$(dirname "$0")/../tests/mkset.py" "$work/base.safetensors" "$work/model-base" --shards 4
+python3 "$(dirname "$0")/../tests/mkset.py" "$work/target.safetensors" "$work/model-target" --shards 4 --reverse
 $dcr encode "$work/model-base" "$work/model-target" -o "$work/model.dcr"
 $dcr apply "$work/model-base" "$work/model.dcr" -o "$work/model-out"
 diff -r "$work/model-out" "$work/model-target" && echo "   model-out is model-target, file for file"
