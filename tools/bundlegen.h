@@ -3,7 +3,8 @@
  * (tools/mkvectors.c writes the 1.0 vectors, testvectors/v1/; tools/mkvectors11.c
  * those of 1.1, testvectors/v1.1/): checkpoints, manifests and identities, chunk
  * encodings, zstd frames (by libzstd and by hand), sections and bundles, each
- * built from the bytes up with xxHash and zstd only, not with libdcr.
+ * built from the bytes up with xxHash and zstd only, not with libdcr; and the
+ * index of the vectors, their files and their repaired variants.
  *
  * Included once, after vecgen.h, with ZLEVEL defined (the zstd level of the valid
  * vectors' frames). The vectors are frozen (SPEC.md R-VER-2, R-VER-3): a change
@@ -23,6 +24,17 @@
 
 /* ------------------------------------------------------------------------ */
 /* Basics                                                                    */
+
+/* Opens a zeroed element at index `at` of the first *n of an array of `size`-byte
+ * elements (a sorted table: tensors, sections, members), moving those after it up
+ * by one; the caller has checked that there is room. */
+static void *slot_insert(void *array, size_t *n, size_t at, size_t size) {
+  uint8_t *p = (uint8_t *)array + at * size;
+  memmove(p + size, p, (*n - at) * size);
+  ++*n;
+  memset(p, 0, size);
+  return p;
+}
 
 static uint8_t rnonzero(void) {
   uint8_t b;
@@ -118,10 +130,7 @@ static tensor *ck_add(ckpt *c, const char *name, int dtype, unsigned rank, const
   if (c->n == MAXT) die("too many tensors");
   size_t nlen = strlen(name), at = c->n;
   while (at && name_cmp(c->t[at - 1].name, c->t[at - 1].nlen, name, nlen) > 0) at--;
-  memmove(c->t + at + 1, c->t + at, (c->n - at) * sizeof *c->t);
-  c->n++;
-  tensor *t = &c->t[at];
-  memset(t, 0, sizeof *t);
+  tensor *t = slot_insert(c->t, &c->n, at, sizeof *c->t);
   t->name = strdup(name);
   t->nlen = nlen;
   t->dtype = dtype;
@@ -661,22 +670,24 @@ static choice pol_fixed(void *ctx, size_t entry, uint32_t chunk, size_t n, uint3
   (void)entry, (void)chunk, (void)n, (void)count;
   return *(const choice *)ctx;
 }
-/* Cycles through every (encoding, compression) pair, chunk after chunk. */
-static choice pol_cycle(void *ctx, size_t entry, uint32_t chunk, size_t n, uint32_t count) {
-  (void)entry, (void)chunk, (void)n, (void)count;
-  unsigned *k = ctx;
-  choice c = {(uint8_t)(1 + *k % 4), (uint8_t)(*k / 4 % 2)};
+/* The next of the (encoding, compression) pairs of encodings 1 to `encodings`,
+ * *k counting the chunks: a policy that cycles through them all. */
+static choice cycle_choice(unsigned *k, unsigned encodings) {
+  choice c = {(uint8_t)(1 + *k % encodings), (uint8_t)(*k / encodings % 2)};
   ++*k;
   return c;
+}
+/* Cycles through the (encoding, compression) pairs of XOR and OVERWRITE, chunk
+ * after chunk (the frozen v1 vectors made with it have no delta encodings). */
+static choice pol_cycle(void *ctx, size_t entry, uint32_t chunk, size_t n, uint32_t count) {
+  (void)entry, (void)chunk, (void)n, (void)count;
+  return cycle_choice(ctx, 4);
 }
 
 static section *sec_insert(bundle *B, size_t at, const char *type, uint16_t flags, uint8_t comp,
                            const void *p, size_t n) {
   if (B->n == MAXS || at > B->n) die("section table");
-  memmove(B->s + at + 1, B->s + at, (B->n - at) * sizeof *B->s);
-  B->n++;
-  section *s = &B->s[at];
-  memset(s, 0, sizeof *s);
+  section *s = slot_insert(B->s, &B->n, at, sizeof *B->s);
   s->type = T4(type);
   s->flags = flags;
   s->comp = comp;
@@ -995,6 +1006,233 @@ static void set_chunk(section *s, int enc, int comp, uint32_t count, const buf *
   put32(s->pl.p + 12, count);
   s->pl.n = 32;
   bput(&s->pl, data->p, data->n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The index and the files                                                   */
+
+/* Two sinks: the corpus, and the repaired variants (--repaired DIR, never
+ * committed). Each is a folder holding its index.json, with the files it names
+ * in the index's root below it. */
+enum { CORPUS, REPAIRED };
+static char sink_dir[2][4096]; /* "": the sink is not written */
+static char roots[2][4200];    /* the folder of its files */
+static const char *index_root; /* that folder, relative to the index */
+static json_t *vectors, *repaired;
+static int counts[2], repair_count;
+
+/* Every file written, so that no two checkpoints share a path. */
+#define MAXFILES 1024
+static const void *owners[2][MAXFILES];
+static char *owned[2][MAXFILES];
+static size_t nowned[2];
+
+static void claim(int sink, const char *rel, const void *owner) {
+  for (size_t i = 0; i < nowned[sink]; i++)
+    if (!strcmp(owned[sink][i], rel)) {
+      if (owners[sink][i] != owner) die("%s is written by two checkpoints", rel);
+      return;
+    }
+  if (nowned[sink] == MAXFILES) die("too many files");
+  owned[sink][nowned[sink]] = strdup(rel);
+  owners[sink][nowned[sink]++] = owner;
+}
+
+static void write_file(int sink, const char *rel, const void *p, size_t n, char sha[65]) {
+  char path[8192];
+  snprintf(path, sizeof path, "%s/%s", roots[sink], rel);
+  write_sha(path, p, n, sha);
+}
+
+static json_t *file_ref(const char *rel, const char *sha) {
+  return json_pack("{s:s, s:s}", "path", rel, "sha256", sha);
+}
+
+static json_t *ck_ref(int sink, ckpt *c) {
+  if (!c->written[sink]) {
+    claim(sink, c->file, c);
+    write_file(sink, c->file, c->bytes.p, c->bytes.n, c->sha);
+    c->written[sink] = 1;
+  }
+  return file_ref(c->file, c->sha);
+}
+
+/* A vector's files in a sink, its bundle (ID.dcr) first: the generator adds the
+ * base and the target, which it holds in its own ways. */
+static json_t *bundle_ref(int sink, const char *id, const buf *bundle_bytes) {
+  char rel[512], sha[65];
+  snprintf(rel, sizeof rel, "%s.dcr", id);
+  claim(sink, rel, id);
+  write_file(sink, rel, bundle_bytes->p, bundle_bytes->n, sha);
+  return json_pack("{s:o}", "bundle", file_ref(rel, sha));
+}
+
+/* The flags a generator declares (the index's "flags"): every vector's flags
+ * must be among them, and each must be used. */
+typedef struct {
+  const char *name, *kind, *text;
+} flag_def;
+#define MAXFLAGS 64
+static const flag_def *flag_table;
+static size_t nflags;
+static int flag_used[MAXFLAGS];
+
+static void check_flags(const char *flags) {
+  json_t *a = csv(flags);
+  size_t i;
+  json_t *f;
+  json_array_foreach(a, i, f) {
+    size_t k = 0;
+    while (k < nflags && strcmp(flag_table[k].name, json_string_value(f))) k++;
+    if (k == nflags) die("undeclared flag %s", json_string_value(f));
+    flag_used[k] = 1;
+  }
+  json_decref(a);
+}
+
+/* A vector. all_errors (a few 1.0 vectors): every error a validator that goes on
+ * past a bad chunk finds, or NULL. */
+typedef struct {
+  const char *id, *result, *error, *stage, *flags, *covers, *text, *all_errors;
+} vec;
+
+#define INVALID(...) (&(vec){.result = "invalid", __VA_ARGS__})
+#define VALID(...) (&(vec){.result = "valid", __VA_ARGS__})
+
+static json_t *vector_json(const vec *v, const char *result, json_t *files) {
+  json_t *o = json_pack("{s:s, s:s, s:s}", "id", v->id, "description", v->text, "result", result);
+  int valid = !strcmp(result, "valid");
+  json_object_set_new(o, "error", valid ? json_null() : json_string(v->error));
+  json_object_set_new(o, "stage", valid ? json_null() : json_string(v->stage));
+  if (v->all_errors) json_object_set_new(o, "all_errors", csv(v->all_errors));
+  json_object_set_new(o, "flags", csv(v->flags));
+  json_object_set_new(o, "covers", csv(v->covers));
+  if (!valid) json_object_set_new(o, "repair_checked", json_false());
+  json_object_set_new(o, "files", files);
+  return o;
+}
+
+/* What every vector must be before it is written: declared flags, an id that
+ * starts with its result, an error and a stage if and only if it is invalid.
+ * Returns whether it is valid. */
+static int vector_check(const vec *v) {
+  check_flags(v->flags);
+  int valid = !strcmp(v->result, "valid");
+  if (!valid && strcmp(v->result, "invalid")) die("%s: result %s", v->id, v->result);
+  if (strncmp(v->id, v->result, strlen(v->result)) || v->id[strlen(v->result)] != '/')
+    die("%s: id must start with its result", v->id);
+  if (valid != !v->error || valid != !v->stage) die("%s: error and stage iff not valid", v->id);
+  return valid;
+}
+
+/* Appends a checked vector, its files written to the corpus, to the index. */
+static void add_vector(const vec *v, json_t *files) {
+  json_array_append_new(vectors, vector_json(v, v->result, files));
+  counts[strcmp(v->result, "valid") != 0]++;
+}
+
+/* The repair check (testvectors/README.md): invalid vector v made again by the
+ * same code with its faulty field at a valid value must be valid (and apply to its
+ * base and give its target where they are given); if it is not, v breaks a second
+ * rule. Marks v, the vector just emitted, as repair-checked in the index; returns
+ * whether the repaired variants are written (--repaired DIR: a corpus of its own,
+ * which tests/test_vectors plays), for add_repaired to add this one. */
+static int repair_checked(const vec *v) {
+  json_t *o = json_array_get(vectors, json_array_size(vectors) - 1);
+  if (!o || strcmp(json_string_value(json_object_get(o, "id")), v->id) ||
+      strcmp(v->result, "invalid"))
+    die("%s: a repaired variant follows its invalid vector", v->id);
+  json_object_set_new(o, "repair_checked", json_true());
+  repair_count++;
+  return sink_dir[REPAIRED][0] != 0;
+}
+
+static void add_repaired(const vec *v, json_t *files) {
+  json_array_append_new(repaired, vector_json(v, "valid", files));
+}
+
+/* Places a sink in the folder dir/sub (dir if sub is NULL), its files in the
+ * index root below it. */
+static void sink_at(int sink, const char *dir, const char *sub) {
+  int beside = !strcmp(index_root, ".");
+  snprintf(sink_dir[sink], sizeof sink_dir[sink], "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
+  snprintf(roots[sink], sizeof roots[sink], "%s%s%s", sink_dir[sink], beside ? "" : "/",
+           beside ? "" : index_root);
+}
+
+/* Starts a bundle generator from its command line, `OUTDIR [--repaired DIR]`: the
+ * corpus in OUTDIR/sub (OUTDIR if sub is NULL), the repaired variants in DIR, the
+ * files of each in `root` below its index ("." for beside it); vectors may carry
+ * the `n` flags of `flags`. Returns 0 if the command line is not that. */
+static int index_open(int argc, char **argv, const char *sub, const char *root,
+                      const flag_def *flags, size_t n) {
+  if (n > MAXFLAGS) die("too many flags");
+  index_root = root;
+  if (argc == 4 && !strcmp(argv[2], "--repaired")) sink_at(REPAIRED, argv[3], NULL);
+  else if (argc != 2) return 0;
+  sink_at(CORPUS, argv[1], sub);
+  flag_table = flags;
+  nflags = n;
+  vectors = json_array();
+  repaired = json_array();
+  return 1;
+}
+
+static void write_index(int sink, json_t *index) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/index.json", sink_dir[sink]);
+  write_json(path, index);
+}
+
+/* What an index says beside its vectors. */
+typedef struct {
+  const char *schema, *format_version, *generator;
+  const char *usage; /* how to play the vectors, beyond testvectors/README.md; or NULL */
+  const char *nomem; /* why no vector gives DCR_E_NOMEM */
+  json_t *no_vectors; /* requirements_without_vectors (the reference is taken) */
+  const char *repaired_text; /* the description of the repaired variants' index */
+} index_info;
+
+/* Writes the indexes of both sinks, once every vector is emitted. */
+static void index_close(const index_info *x) {
+  for (size_t i = 0; i < nflags; i++)
+    if (!flag_used[i]) die("flag %s is declared but no vector uses it", flag_table[i].name);
+  json_t *flags = json_object();
+  for (size_t i = 0; i < nflags; i++)
+    json_object_set_new(flags, flag_table[i].name,
+                        json_pack("{s:s, s:s}", "kind", flag_table[i].kind, "description",
+                                  flag_table[i].text));
+  json_t *untestable = json_pack(
+      "{s:s, s:s, s:s, s:s}", "DCR_E_IO",
+      "a file cannot be opened, read, written or renamed: a property of the environment, "
+      "not of any bundle",
+      "DCR_E_NOMEM", x->nomem,
+      "DCR_E_ARGUMENT", "an invalid argument or option from the caller, not in any file",
+      "DCR_E_INTERRUPTED", "a signal during an operation: a property of the run, not of any file");
+  char zver[32];
+  snprintf(zver, sizeof zver, "%s", ZSTD_versionString());
+  json_t *index = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "$schema", x->schema,
+                            "format", "DCR delta bundle", "format_version", x->format_version,
+                            "root", index_root, "spec", "SPEC.md", "generator", x->generator,
+                            "zstd_version", zver);
+  if (x->usage) json_object_set_new(index, "usage", json_string(x->usage));
+  json_object_set_new(index, "flags", flags);
+  json_object_set_new(index, "codes_without_vectors", untestable);
+  json_object_set_new(index, "requirements_without_vectors", x->no_vectors);
+  json_object_set_new(index, "counts",
+                      json_pack("{s:i, s:i, s:i}", "valid", counts[0], "invalid", counts[1],
+                                "repair_checked", repair_count));
+  json_object_set_new(index, "vectors", vectors);
+  write_index(CORPUS, index);
+  if (sink_dir[REPAIRED][0])
+    write_index(REPAIRED, json_pack("{s:s, s:s, s:o}", "description", x->repaired_text, "root",
+                                    index_root, "vectors", repaired));
+  else
+    json_decref(repaired);
+  for (size_t s = 0; s < 2; s++)
+    for (size_t i = 0; i < nowned[s]; i++) free(owned[s][i]);
+  fprintf(stderr, "%s: %d valid, %d invalid vectors (%d with a repair check) in %s\n",
+          VECGEN_NAME, counts[0], counts[1], repair_count, sink_dir[CORPUS]);
 }
 
 #pragma GCC diagnostic pop

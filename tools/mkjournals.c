@@ -431,10 +431,7 @@ static const char *const outcomes[3] = {"replayed", "uncommitted", "error"};
 static void write_file(const char *rel, const buf *b, char sha[65]) {
   char path[4096];
   snprintf(path, sizeof path, "%s/journal-v1/%s", root, rel);
-  mkdirs(path);
-  FILE *f = fopen(path, "wb");
-  if (!f || (b->n && fwrite(b->p, 1, b->n, f) != b->n) || fclose(f)) die("cannot write %s", path);
-  sha256_hex(b->p, b->n, sha);
+  write_sha(path, b->p, b->n, sha);
 }
 
 /* Checkpoints are shared: a checkpoint with the bytes of one already written is
@@ -460,17 +457,6 @@ static const char *ckpt_file(const char *name, const buf *b, const char **sha) {
   write_file(cks[ncks].rel, b, cks[ncks].sha);
   *sha = cks[ncks].sha;
   return cks[ncks++].rel;
-}
-
-static json_t *csv(const char *s) {
-  json_t *a = json_array();
-  while (s && *s) {
-    const char *e = strchr(s, ',');
-    size_t n = e ? (size_t)(e - s) : strlen(s);
-    json_array_append_new(a, json_stringn(s, n));
-    s = e ? e + 1 : s + n;
-  }
-  return a;
 }
 
 typedef struct {

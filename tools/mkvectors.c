@@ -54,48 +54,7 @@
 /* ------------------------------------------------------------------------ */
 /* The index and the files                                                   */
 
-/* Two sinks: the corpus (OUTDIR), and the repaired variants (--repaired DIR). */
-enum { CORPUS, REPAIRED };
-static const char *roots[2];
-static json_t *vectors, *repaired;
-static int counts[2], repair_count;
-
-
-static void write_file(int sink, const char *rel, const void *p, size_t n, char sha[65]) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/v1/%s", roots[sink], rel);
-  mkdirs(path);
-  FILE *f = fopen(path, "wb");
-  if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f)) die("cannot write %s", path);
-  sha256_hex(p, n, sha);
-}
-
-static json_t *file_ref(const char *rel, const char *sha) {
-  return json_pack("{s:s, s:s}", "path", rel, "sha256", sha);
-}
-
-static json_t *ck_ref(int sink, ckpt *c) {
-  if (!c->written[sink]) {
-    write_file(sink, c->file, c->bytes.p, c->bytes.n, c->sha);
-    c->written[sink] = 1;
-  }
-  return file_ref(c->file, c->sha);
-}
-
-static json_t *csv(const char *s) {
-  json_t *a = json_array();
-  while (s && *s) {
-    const char *e = strchr(s, ',');
-    size_t n = e ? (size_t)(e - s) : strlen(s);
-    json_array_append_new(a, json_stringn(s, n));
-    s = e ? e + 1 : s + n;
-  }
-  return a;
-}
-
-static const struct {
-  const char *name, *kind, *text;
-} flag_table[] = {
+static const flag_def v1_flags[] = {
     {"encoding", "basic", "exercises a chunk encoding (SPEC.md §9.1)"},
     {"compression", "basic", "zstd-compressed streams or sections (§4.4, §9.3)"},
     {"dtype", "basic", "tensors of every dtype (§3)"},
@@ -144,62 +103,20 @@ static const struct {
     {"multiple-errors", "malformed-field",
      "more than one bad chunk: a validator that reports all finds every one (all_errors)"},
 };
-#define NFLAGS (sizeof flag_table / sizeof flag_table[0])
-static int flag_used[NFLAGS];
-
-static void check_flags(const char *flags) {
-  json_t *a = csv(flags);
-  size_t i;
-  json_t *f;
-  json_array_foreach(a, i, f) {
-    size_t k = 0;
-    while (k < NFLAGS && strcmp(flag_table[k].name, json_string_value(f))) k++;
-    if (k == NFLAGS) die("undeclared flag %s", json_string_value(f));
-    flag_used[k] = 1;
-  }
-  json_decref(a);
-}
-
-typedef struct {
-  const char *id, *result, *error, *stage, *flags, *covers, *text, *all_errors;
-} vec;
 
 /* A vector's files, written to a sink. */
 static json_t *write_files(int sink, const char *id, const buf *bundle_bytes, ckpt *base,
                            ckpt *target) {
-  char rel[512], sha[65];
-  snprintf(rel, sizeof rel, "%s.dcr", id);
-  write_file(sink, rel, bundle_bytes->p, bundle_bytes->n, sha);
-  json_t *files = json_pack("{s:o}", "bundle", file_ref(rel, sha));
+  json_t *files = bundle_ref(sink, id, bundle_bytes);
   if (base) json_object_set_new(files, "base", ck_ref(sink, base));
   if (target) json_object_set_new(files, "target", ck_ref(sink, target));
   return files;
 }
 
-static json_t *vector_json(const vec *v, const char *result, json_t *files) {
-  json_t *o = json_pack("{s:s, s:s, s:s}", "id", v->id, "description", v->text, "result", result);
-  int valid = !strcmp(result, "valid");
-  json_object_set_new(o, "error", valid ? json_null() : json_string(v->error));
-  json_object_set_new(o, "stage", valid ? json_null() : json_string(v->stage));
-  if (v->all_errors) json_object_set_new(o, "all_errors", csv(v->all_errors));
-  json_object_set_new(o, "flags", csv(v->flags));
-  json_object_set_new(o, "covers", csv(v->covers));
-  if (!valid) json_object_set_new(o, "repair_checked", json_false());
-  json_object_set_new(o, "files", files);
-  return o;
-}
-
 /* Writes a vector's bundle (and checkpoints) and appends it to the index. */
 static void emit(const vec *v, const buf *bundle_bytes, ckpt *base, ckpt *target) {
-  check_flags(v->flags);
-  int valid = !strcmp(v->result, "valid");
-  if (!valid && strcmp(v->result, "invalid")) die("%s: result %s", v->id, v->result);
-  if (strncmp(v->id, v->result, strlen(v->result)) || v->id[strlen(v->result)] != '/')
-    die("%s: id must start with its result", v->id);
-  if (valid != !v->error || valid != !v->stage) die("%s: error and stage iff not valid", v->id);
-  json_array_append_new(vectors, vector_json(v, v->result, write_files(CORPUS, v->id, bundle_bytes,
-                                                                        base, target)));
-  counts[!valid]++;
+  vector_check(v);
+  add_vector(v, write_files(CORPUS, v->id, bundle_bytes, base, target));
 }
 
 static void emit_bundle(const vec *v, bundle *B, ckpt *base, ckpt *target) {
@@ -209,22 +126,12 @@ static void emit_bundle(const vec *v, bundle *B, ckpt *base, ckpt *target) {
   bfree(&out);
 }
 
-/* The repair check (testvectors/README.md): `bytes` is invalid vector v made again
- * by the same code with its faulty field set back to a valid value, at the place
- * its description names. It must be valid, and apply to `target` where a base is
- * given: if it is not, the vector breaks a second rule. Written only with
- * --repaired DIR, as a corpus of its own (DIR/index.json) that tests/test_vectors
- * plays; the index records that v has one. Call right after emitting v. */
+/* The repair check (repair_checked): `bytes` is invalid vector v made again by
+ * the same code with its faulty field set back to a valid value, at the place its
+ * description names; it must apply to `target` where a base is given. Call right
+ * after emitting v. */
 static void emit_repaired(const vec *v, const buf *bytes, ckpt *base, ckpt *target) {
-  json_t *o = json_array_get(vectors, json_array_size(vectors) - 1);
-  if (!o || strcmp(json_string_value(json_object_get(o, "id")), v->id) ||
-      strcmp(v->result, "invalid"))
-    die("%s: a repaired variant follows its invalid vector", v->id);
-  json_object_set_new(o, "repair_checked", json_true());
-  repair_count++;
-  if (roots[REPAIRED])
-    json_array_append_new(repaired, vector_json(v, "valid", write_files(REPAIRED, v->id, bytes,
-                                                                         base, target)));
+  if (repair_checked(v)) add_repaired(v, write_files(REPAIRED, v->id, bytes, base, target));
 }
 
 static void emit_repaired_bundle(const vec *v, bundle *B, ckpt *base, ckpt *target) {
@@ -234,10 +141,6 @@ static void emit_repaired_bundle(const vec *v, bundle *B, ckpt *base, ckpt *targ
   bfree(&out);
   bundle_free(B);
 }
-
-/* An invalid vector: a copy of `model` changed by the caller, then written. */
-#define INVALID(...) (&(vec){.result = "invalid", __VA_ARGS__})
-#define VALID(...) (&(vec){.result = "valid", __VA_ARGS__})
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoint pairs                                                          */
@@ -2692,24 +2595,13 @@ static void model_valid_vectors(void) {
 
 /* ------------------------------------------------------------------------ */
 
-/* Writes a corpus index to root/index.json. */
-static void write_index(const char *root, json_t *index) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/index.json", root);
-  write_json(path, index);
-}
-
 int main(int argc, char **argv) {
-  if (argc == 4 && !strcmp(argv[2], "--repaired")) roots[REPAIRED] = argv[3];
-  else if (argc != 2) {
+  if (!index_open(argc, argv, NULL, "v1", v1_flags, sizeof v1_flags / sizeof *v1_flags)) {
     fprintf(stderr, "usage: mkvectors OUTDIR [--repaired DIR]\n"
                     "  writes OUTDIR/index.json and OUTDIR/v1/; with --repaired, also every\n"
                     "  repaired variant as DIR/index.json and DIR/v1/ (all must be valid)\n");
     return 2;
   }
-  roots[CORPUS] = argv[1];
-  vectors = json_array();
-  repaired = json_array();
 
   valid_vectors();
 
@@ -2748,22 +2640,6 @@ int main(int argc, char **argv) {
   apply_vectors();
   model_valid_vectors();
 
-  for (size_t i = 0; i < NFLAGS; i++)
-    if (!flag_used[i]) die("flag %s is declared but no vector uses it", flag_table[i].name);
-
-  json_t *flags = json_object();
-  for (size_t i = 0; i < NFLAGS; i++)
-    json_object_set_new(flags, flag_table[i].name,
-                        json_pack("{s:s, s:s}", "kind", flag_table[i].kind, "description",
-                                  flag_table[i].text));
-  json_t *untestable = json_pack(
-      "{s:s, s:s, s:s, s:s}", "DCR_E_IO",
-      "a file cannot be opened, read, written or renamed: a property of the environment, "
-      "not of any bundle",
-      "DCR_E_NOMEM", "allocation failure: a property of the environment; every bundle that "
-      "declares huge sizes must fail with another code before allocating (size-as-allocation)",
-      "DCR_E_ARGUMENT", "an invalid argument or option from the caller, not in any file",
-      "DCR_E_INTERRUPTED", "a signal during an operation: a property of the run, not of any file");
   /* SPEC.md requirements that no bundle can test: conformance.sh requires every
    * other id to be in some vector's covers. */
   json_t *no_vectors = json_pack(
@@ -2788,26 +2664,16 @@ int main(int argc, char **argv) {
       "bundle",
       "R-WRT-5", "a writer requirement about default metadata: no bundle can show a default",
       "R-WRT-6", "a writer requirement (determinism across runs and machines)");
-  char zver[32];
-  snprintf(zver, sizeof zver, "%s", ZSTD_versionString());
-  write_index(roots[CORPUS],
-              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, "
-                        "s:{s:i, s:i, s:i}, s:o}",
-                        "$schema", "schema.json", "format", "DCR delta bundle", "format_version",
-                        "1.0", "root", "v1", "spec", "SPEC.md", "generator",
-                        "tools/mkvectors.c (make vectors); seed 0x4443523176656374",
-                        "zstd_version", zver, "flags", flags, "codes_without_vectors", untestable,
-                        "requirements_without_vectors", no_vectors, "counts", "valid", counts[0],
-                        "invalid", counts[1], "repair_checked", repair_count, "vectors", vectors));
-  if (roots[REPAIRED])
-    write_index(roots[REPAIRED],
-                json_pack("{s:s, s:s, s:o}", "description",
-                          "repaired variants of the invalid vectors (mkvectors --repaired): "
-                          "each must be valid; not committed",
-                          "root", "v1", "vectors", repaired));
-  else
-    json_decref(repaired);
-  fprintf(stderr, "mkvectors: %d valid, %d invalid vectors (%d with a repair check) in %s\n",
-          counts[0], counts[1], repair_count, roots[CORPUS]);
+  index_info x = {
+      .schema = "schema.json",
+      .format_version = "1.0",
+      .generator = "tools/mkvectors.c (make vectors); seed 0x4443523176656374",
+      .nomem = "allocation failure: a property of the environment; every bundle that "
+               "declares huge sizes must fail with another code before allocating "
+               "(size-as-allocation)",
+      .no_vectors = no_vectors,
+      .repaired_text = "repaired variants of the invalid vectors (mkvectors --repaired): each "
+                       "must be valid; not committed"};
+  index_close(&x);
   return 0;
 }

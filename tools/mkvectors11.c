@@ -92,10 +92,7 @@ static member *set_add(set *s, const char *path, int kind) {
   size_t at = s->n;
   while (at && path_cmp(s->m[at - 1].path, path) > 0) at--;
   if (at && !path_cmp(s->m[at - 1].path, path)) die("%s: %s twice", s->dir, path);
-  memmove(s->m + at + 1, s->m + at, (s->n - at) * sizeof *s->m);
-  s->n++;
-  member *m = &s->m[at];
-  memset(m, 0, sizeof *m);
+  member *m = slot_insert(s->m, &s->n, at, sizeof *s->m);
   m->path = strdup(path);
   m->c.file = m->path;
   m->c.kind = kind;
@@ -160,9 +157,7 @@ static void view_add(set *s, const tensor *t, const char *name, uint64_t off, in
     return;
   }
   if (v->n == MAXT) die("%s: too many tensors", s->dir);
-  memmove(v->t + at + 1, v->t + at, (v->n - at) * sizeof *v->t);
-  v->n++;
-  tensor *x = &v->t[at];
+  tensor *x = slot_insert(v->t, &v->n, at, sizeof *v->t);
   *x = *t;
   x->name = strdup(name);
   x->nlen = nlen;
@@ -396,50 +391,6 @@ static void set_reindex(set *s, const char *path) {
 /* ------------------------------------------------------------------------ */
 /* The index and the files                                                   */
 
-/* Two sinks: the corpus (OUTDIR/v1.1), and the repaired variants (--repaired DIR). */
-enum { CORPUS, REPAIRED };
-static char roots[2][4096];
-static json_t *vectors, *repaired;
-static int counts[2], repair_count;
-
-/* Every file written, so that no two checkpoints share a path. */
-static const void *owners[2][512];
-static char *owned[2][512];
-static size_t nowned[2];
-
-static void claim(int sink, const char *rel, const void *owner) {
-  for (size_t i = 0; i < nowned[sink]; i++)
-    if (!strcmp(owned[sink][i], rel)) {
-      if (owners[sink][i] != owner) die("%s is written by two checkpoints", rel);
-      return;
-    }
-  if (nowned[sink] == 512) die("too many files");
-  owned[sink][nowned[sink]] = strdup(rel);
-  owners[sink][nowned[sink]++] = owner;
-}
-
-static void write_file(int sink, const char *rel, const void *p, size_t n, char sha[65]) {
-  char path[8192];
-  snprintf(path, sizeof path, "%s/%s", roots[sink], rel);
-  mkdirs(path);
-  FILE *f = fopen(path, "wb");
-  if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f)) die("cannot write %s", path);
-  sha256_hex(p, n, sha);
-}
-
-static json_t *file_ref(const char *rel, const char *sha) {
-  return json_pack("{s:s, s:s}", "path", rel, "sha256", sha);
-}
-
-static json_t *ck_ref(int sink, ckpt *c) {
-  if (!c->written[sink]) {
-    claim(sink, c->file, c);
-    write_file(sink, c->file, c->bytes.p, c->bytes.n, c->sha);
-    c->written[sink] = 1;
-  }
-  return file_ref(c->file, c->sha);
-}
-
 /* A set: {"path": its directory, "members": {path: sha256, ...} in path order, and
  * "ignored": {path: sha256} for its hidden files, which are not members}. */
 static json_t *set_ref(int sink, set *s) {
@@ -481,20 +432,7 @@ typedef struct {
 
 static json_t *cp_ref(int sink, cp c) { return c.f ? ck_ref(sink, c.f) : set_ref(sink, c.d); }
 
-static json_t *csv(const char *s) {
-  json_t *a = json_array();
-  while (s && *s) {
-    const char *e = strchr(s, ',');
-    size_t n = e ? (size_t)(e - s) : strlen(s);
-    json_array_append_new(a, json_stringn(s, n));
-    s = e ? e + 1 : s + n;
-  }
-  return a;
-}
-
-static const struct {
-  const char *name, *kind, *text;
-} flag_table[] = {
+static const flag_def v11_flags[] = {
     {"set", "basic", "checkpoint sets: a directory of safetensors and raw members read as one "
                      "checkpoint (SPEC.md §2.3, §6.6)"},
     {"resize", "basic", "tensors that grow or shrink, listed in an RSIZ section (§6.5)"},
@@ -538,67 +476,26 @@ static const struct {
     {"target-mismatch", "malformed-field", "a target that is not the bundle's"},
     {"unknown-critical", "malformed-field", "a critical section a reader does not know"},
 };
-#define NFLAGS (sizeof flag_table / sizeof flag_table[0])
-static int flag_used[NFLAGS];
 
-static void check_flags(const char *flags) {
-  json_t *a = csv(flags);
-  size_t i;
-  json_t *f;
-  json_array_foreach(a, i, f) {
-    size_t k = 0;
-    while (k < NFLAGS && strcmp(flag_table[k].name, json_string_value(f))) k++;
-    if (k == NFLAGS) die("undeclared flag %s", json_string_value(f));
-    flag_used[k] = 1;
-  }
-  json_decref(a);
-}
-
-typedef struct {
-  const char *id, *result, *error, *stage, *flags, *covers, *text;
-} vec;
-
+/* A vector's files, written to a sink. */
 static json_t *write_files(int sink, const char *id, const buf *bundle_bytes, cp base, cp target) {
-  char rel[512], sha[65];
-  snprintf(rel, sizeof rel, "%s.dcr", id);
-  claim(sink, rel, id);
-  write_file(sink, rel, bundle_bytes->p, bundle_bytes->n, sha);
-  json_t *files = json_pack("{s:o}", "bundle", file_ref(rel, sha));
+  json_t *files = bundle_ref(sink, id, bundle_bytes);
   if (base.f || base.d) json_object_set_new(files, "base", cp_ref(sink, base));
   if (target.f || target.d) json_object_set_new(files, "target", cp_ref(sink, target));
   return files;
-}
-
-static json_t *vector_json(const vec *v, const char *result, json_t *files) {
-  json_t *o = json_pack("{s:s, s:s, s:s}", "id", v->id, "description", v->text, "result", result);
-  int valid = !strcmp(result, "valid");
-  json_object_set_new(o, "error", valid ? json_null() : json_string(v->error));
-  json_object_set_new(o, "stage", valid ? json_null() : json_string(v->stage));
-  json_object_set_new(o, "flags", csv(v->flags));
-  json_object_set_new(o, "covers", csv(v->covers));
-  if (!valid) json_object_set_new(o, "repair_checked", json_false());
-  json_object_set_new(o, "files", files);
-  return o;
 }
 
 /* Writes a vector's bundle (and checkpoints) and appends it to the index. Apply-
  * and target-stage vectors need their base (and target); valid ones ship both,
  * unless flagged structure-only. */
 static void emit(const vec *v, const buf *bundle_bytes, cp base, cp target) {
-  check_flags(v->flags);
-  int valid = !strcmp(v->result, "valid");
-  if (!valid && strcmp(v->result, "invalid")) die("%s: result %s", v->id, v->result);
-  if (strncmp(v->id, v->result, strlen(v->result)) || v->id[strlen(v->result)] != '/')
-    die("%s: id must start with its result", v->id);
-  if (valid != !v->error || valid != !v->stage) die("%s: error and stage iff not valid", v->id);
+  int valid = vector_check(v);
   int has_base = base.f || base.d, has_target = target.f || target.d;
   if (!valid && !strcmp(v->stage, "apply") && !has_base) die("%s: apply without a base", v->id);
   if (!valid && !strcmp(v->stage, "target") && !has_target) die("%s: no target", v->id);
   if (valid && !strstr(v->flags, "structure-only") && !(has_base && has_target))
     die("%s: a valid vector ships its base and target", v->id);
-  json_t *files = write_files(CORPUS, v->id, bundle_bytes, base, target);
-  json_array_append_new(vectors, vector_json(v, v->result, files));
-  counts[!valid]++;
+  add_vector(v, write_files(CORPUS, v->id, bundle_bytes, base, target));
 }
 
 static void emit_bundle(const vec *v, bundle *B, cp base, cp target) {
@@ -608,19 +505,11 @@ static void emit_bundle(const vec *v, bundle *B, cp base, cp target) {
   bfree(&out);
 }
 
-/* The repair check (testvectors/README.md): `bytes` is invalid vector v made again
- * by the same code with its faulty field at a valid value. It must be valid, and
- * apply to `base` and give `target` where they are given. Call right after v. */
+/* The repair check (repair_checked): `bytes` is invalid vector v made again by
+ * the same code with its faulty field at a valid value. It must apply to `base`
+ * and give `target` where they are given. Call right after v. */
 static void emit_repaired(const vec *v, const buf *bytes, cp base, cp target) {
-  json_t *o = json_array_get(vectors, json_array_size(vectors) - 1);
-  if (!o || strcmp(json_string_value(json_object_get(o, "id")), v->id) ||
-      strcmp(v->result, "invalid"))
-    die("%s: a repaired variant follows its invalid vector", v->id);
-  json_object_set_new(o, "repair_checked", json_true());
-  repair_count++;
-  if (roots[REPAIRED][0])
-    json_array_append_new(repaired, vector_json(v, "valid", write_files(REPAIRED, v->id, bytes,
-                                                                         base, target)));
+  if (repair_checked(v)) add_repaired(v, write_files(REPAIRED, v->id, bytes, base, target));
 }
 
 static void emit_repaired_bundle(const vec *v, bundle *B, cp base, cp target) {
@@ -643,9 +532,6 @@ static void emit_fix(const vec *v, bundle *B, int fix, cp base, cp target) {
   bundle_free(B);
 }
 
-#define INVALID(...) (&(vec){.result = "invalid", __VA_ARGS__})
-#define VALID(...) (&(vec){.result = "valid", __VA_ARGS__})
-
 /* ------------------------------------------------------------------------ */
 /* Common helpers                                                            */
 
@@ -658,10 +544,7 @@ static uint64_t *dims2(uint64_t *d, uint64_t a, uint64_t b) {
 /* Every (encoding, compression) pair of §9, chunk after chunk. */
 static choice pol_cycle12(void *ctx, size_t entry, uint32_t chunk, size_t n, uint32_t count) {
   (void)entry, (void)chunk, (void)n, (void)count;
-  unsigned *k = ctx;
-  choice c = {(uint8_t)(1 + *k % 6), (uint8_t)(*k / 6 % 2)};
-  ++*k;
-  return c;
+  return cycle_choice(ctx, 6);
 }
 
 /* XOR_SPARSE or XOR_DENSE as pol_default chooses, with zstd for chunks of 256
@@ -1421,9 +1304,7 @@ static void tm_subst(stable *T, size_t i, const char *from, const char *to) {
 static void tb_insert(stable *T, const char *path) {
   size_t at = T->nb, n = strlen(path);
   while (at && name_cmp(T->bpath[at - 1].p, T->bpath[at - 1].n, path, n) > 0) at--;
-  memmove(T->bpath + at + 1, T->bpath + at, (T->nb - at) * sizeof *T->bpath);
-  T->nb++;
-  T->bpath[at] = bmem(path, n);
+  *(buf *)slot_insert(T->bpath, &T->nb, at, sizeof *T->bpath) = bmem(path, n);
 }
 
 static void set_table_vectors(void) {
@@ -2296,23 +2177,13 @@ static void set_valid_vectors(void) {
 
 /* ------------------------------------------------------------------------ */
 
-static void write_index(const char *dir, json_t *index) {
-  char path[8192];
-  snprintf(path, sizeof path, "%s/index.json", dir);
-  write_json(path, index);
-}
-
 int main(int argc, char **argv) {
-  if (argc == 4 && !strcmp(argv[2], "--repaired")) snprintf(roots[REPAIRED], 4096, "%s", argv[3]);
-  else if (argc != 2) {
+  if (!index_open(argc, argv, "v1.1", ".", v11_flags, sizeof v11_flags / sizeof *v11_flags)) {
     fprintf(stderr, "usage: mkvectors11 OUTDIR [--repaired DIR]\n"
                     "  writes OUTDIR/v1.1/index.json and the files beside it; with --repaired,\n"
                     "  also every repaired variant as DIR/index.json and files (all valid)\n");
     return 2;
   }
-  snprintf(roots[CORPUS], 4096, "%s/v1.1", argv[1]);
-  vectors = json_array();
-  repaired = json_array();
 
   dtype_vectors();
   minor0_file_vectors();
@@ -2322,52 +2193,22 @@ int main(int argc, char **argv) {
   set_entry_vectors();
   set_input_vectors();
 
-  for (size_t i = 0; i < NFLAGS; i++)
-    if (!flag_used[i]) die("flag %s is declared but no vector uses it", flag_table[i].name);
-  json_t *flags = json_object();
-  for (size_t i = 0; i < NFLAGS; i++)
-    json_object_set_new(flags, flag_table[i].name,
-                        json_pack("{s:s, s:s}", "kind", flag_table[i].kind, "description",
-                                  flag_table[i].text));
-  json_t *untestable = json_pack(
-      "{s:s, s:s, s:s, s:s}", "DCR_E_IO",
-      "a file cannot be opened, read, written or renamed: a property of the environment, "
-      "not of any bundle",
-      "DCR_E_NOMEM", "allocation failure: a property of the environment",
-      "DCR_E_ARGUMENT", "an invalid argument or option from the caller, not in any file",
-      "DCR_E_INTERRUPTED", "a signal during an operation: a property of the run, not of any file");
-  char zver[32];
-  snprintf(zver, sizeof zver, "%s", ZSTD_versionString());
-  const char *usage =
-      "as for testvectors/index.json (testvectors/README.md), with paths relative to the folder "
-      "of this index. A base or target is a file ({path, sha256}) or, for a bundle of kind set, "
-      "a directory ({path, members, ignored}): `members` gives each member file's path inside "
-      "the directory and its sha256, and the directory holds exactly those files and the "
-      "`ignored` ones, hidden files that are not members (SPEC.md §2.3). Apply a set bundle to "
-      "the base directory, writing a new directory; a valid vector's output holds exactly the "
-      "target's members, byte for byte (no hidden file), and a failed apply leaves no output "
-      "(R-APL-4)";
-  write_index(roots[CORPUS],
-              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, "
-                        "s:{s:i, s:i, s:i}, s:o}",
-                        "$schema", "../schema.json", "format", "DCR delta bundle",
-                        "format_version", "1.1", "root", ".", "spec", "SPEC.md", "generator",
-                        "tools/mkvectors11.c (make vectors); seed 0x4443523131766563",
-                        "zstd_version", zver, "usage", usage, "flags", flags,
-                        "codes_without_vectors", untestable, "requirements_without_vectors",
-                        json_object(), "counts", "valid", counts[0], "invalid", counts[1],
-                        "repair_checked", repair_count, "vectors", vectors));
-  if (roots[REPAIRED][0])
-    write_index(roots[REPAIRED],
-                json_pack("{s:s, s:s, s:o}", "description",
-                          "repaired variants of the 1.1 invalid vectors (mkvectors11 --repaired): "
-                          "each must be valid; not committed",
-                          "root", ".", "vectors", repaired));
-  else
-    json_decref(repaired);
-  for (size_t s = 0; s < 2; s++)
-    for (size_t i = 0; i < nowned[s]; i++) free(owned[s][i]);
-  fprintf(stderr, "mkvectors11: %d valid, %d invalid vectors (%d with a repair check) in %s\n",
-          counts[0], counts[1], repair_count, roots[CORPUS]);
+  index_info x = {
+      .schema = "../schema.json",
+      .format_version = "1.1",
+      .generator = "tools/mkvectors11.c (make vectors); seed 0x4443523131766563",
+      .usage = "as for testvectors/index.json (testvectors/README.md), with paths relative to the "
+               "folder of this index. A base or target is a file ({path, sha256}) or, for a bundle "
+               "of kind set, a directory ({path, members, ignored}): `members` gives each member "
+               "file's path inside the directory and its sha256, and the directory holds exactly "
+               "those files and the `ignored` ones, hidden files that are not members (SPEC.md "
+               "§2.3). Apply a set bundle to the base directory, writing a new directory; a valid "
+               "vector's output holds exactly the target's members, byte for byte (no hidden "
+               "file), and a failed apply leaves no output (R-APL-4)",
+      .nomem = "allocation failure: a property of the environment",
+      .no_vectors = json_object(),
+      .repaired_text = "repaired variants of the 1.1 invalid vectors (mkvectors11 --repaired): "
+                       "each must be valid; not committed"};
+  index_close(&x);
   return 0;
 }

@@ -1,10 +1,10 @@
 /*
  * vecgen.h - what the test vector generators share (tools/mkvectors.c and
  * tools/mkvectors11.c for bundles, with tools/bundlegen.h; tools/mkjournals.c for
- * apply journals): errors, growable byte buffers,
- * little-endian fields, a seeded splitmix64 stream, XXH3-64 and SHA-256. Each
- * generator includes it once, after defining VECGEN_NAME (its name in errors) and
- * SEED. Nothing here comes from libdcr: the generators are independent writers.
+ * apply journals): errors, growable byte buffers, little-endian fields, a seeded
+ * splitmix64 stream, XXH3-64 and SHA-256, files and JSON indexes. Each generator
+ * includes it once, after defining VECGEN_NAME (its name in errors) and SEED.
+ * Nothing here comes from libdcr: the generators are independent writers.
  */
 #ifndef DCR_VECGEN_H
 #define DCR_VECGEN_H
@@ -196,14 +196,24 @@ static VECGEN_UNUSED void sha256_hex(const uint8_t *p, size_t n, char out[65]) {
 
 /* Creates the directories above path. */
 static VECGEN_UNUSED void mkdirs(const char *path) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s", path);
+  char *tmp = strdup(path);
+  if (!tmp) die("out of memory");
   for (char *p = tmp + 1; *p; p++)
     if (*p == '/') {
       *p = '\0';
       if (mkdir(tmp, 0777) && errno != EEXIST) die("mkdir %s: %s", tmp, strerror(errno));
       *p = '/';
     }
+  free(tmp);
+}
+
+/* Writes n bytes to path, creating the directories above it, and gives their
+ * SHA-256 (every index records the digest of each file it names). */
+static VECGEN_UNUSED void write_sha(const char *path, const void *p, size_t n, char sha[65]) {
+  mkdirs(path);
+  FILE *f = fopen(path, "wb");
+  if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f)) die("cannot write %s", path);
+  sha256_hex(p, n, sha);
 }
 
 /* Writes a JSON document (an index) to path, indented, keys in insertion order;
@@ -216,6 +226,19 @@ static VECGEN_UNUSED void write_json(const char *path, json_t *doc) {
     die("cannot write %s", path);
   free(text);
   json_decref(doc);
+}
+
+/* The JSON array of the items of a comma-separated list (an index's flags,
+ * covers...): none for NULL or "". */
+static VECGEN_UNUSED json_t *csv(const char *s) {
+  json_t *a = json_array();
+  while (s && *s) {
+    const char *e = strchr(s, ',');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    json_array_append_new(a, json_stringn(s, n));
+    s = e ? e + 1 : s + n;
+  }
+  return a;
 }
 
 #endif
