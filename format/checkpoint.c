@@ -159,7 +159,7 @@ const dcr__member *dcr__set_member_at(const dcr__member *m, size_t count, uint64
 
 int dcr__checkpoint_pread(const dcr__checkpoint *c, void *buf, size_t length, uint64_t offset,
                           dcr_detail *d) {
-  if (!c->member_count) return dcr__pread_full(c->fd, buf, length, offset, d);
+  if (c->kind != DCR_KIND_SET) return dcr__pread_full(c->fd, buf, length, offset, d);
   uint8_t *p = buf;
   /* A tensor lies in one member, so a read spans members only at a caller's
    * whim; the loop makes it right anyway. */

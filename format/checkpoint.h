@@ -66,7 +66,8 @@ DCR_HIDDEN int dcr__checkpoint_read(int fd, int kind, const dcr_limits *lim, uns
 DCR_HIDDEN int dcr__checkpoint_open(const char *path, int kind, const dcr_limits *lim,
                                     unsigned minor, dcr__checkpoint *out, dcr_detail *d);
 /* Reads `length` bytes at `offset` of the checkpoint as one file: its prefix then
- * its data region (a set's members' data regions, in path order). */
+ * its data region (for a set, only the data region: its members' data regions in
+ * path order, after its prefix_length). */
 DCR_HIDDEN int dcr__checkpoint_pread(const dcr__checkpoint *c, void *buf, size_t length,
                                      uint64_t offset, dcr_detail *d);
 /* The same into a view (common.h), read into `fallback`. */

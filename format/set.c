@@ -79,48 +79,81 @@ static int add_path(walk *w, const char *path, int code, const char *why) {
   return DCR_OK;
 }
 
-/* Walks `dir` (relative path `rel`, "" at the root) with openat, so that the
- * paths recorded are the ones read. Only I/O and memory failures stop it. */
-static int walk_dir(walk *w, int dirfd, const char *rel) {
-  DIR *dir = fdopendir(dirfd);
-  if (!dir) {
-    close(dirfd);
-    return dcr__fail(w->d, DCR_E_IO, "cannot read the directory: %s", strerror(errno));
+/* The walk's queue of directories still to read, as paths relative to the root. */
+typedef struct {
+  char **paths;
+  size_t count, capacity;
+} queue;
+
+static int enqueue(queue *q, const char *path, dcr_detail *d) {
+  if (q->count == q->capacity) {
+    size_t cap = q->capacity ? 2 * q->capacity : 16;
+    char **p = realloc(q->paths, cap * sizeof *p);
+    if (!p) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the directory list");
+    q->paths = p, q->capacity = cap;
   }
-  int rc = DCR_OK;
-  struct dirent *e;
-  char path[8192];
-  while (!rc && (errno = 0, e = readdir(dir))) {
-    if (e->d_name[0] == '.') continue; /* hidden, ".", ".." (§2.3) */
-    int n = snprintf(path, sizeof path, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
-    if (n < 0 || (size_t)n >= sizeof path || (uint64_t)n > w->lim->max_name_length) {
-      if (n > 0 && (size_t)n < sizeof path) rc = add_path(w, path, DCR_E_LIMIT, "path over max_name_length");
-      else rc = add_path(w, e->d_name, DCR_E_LIMIT, "path over max_name_length");
+  if (!(q->paths[q->count] = strdup(path))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  q->count++;
+  return DCR_OK;
+}
+
+/* One entry of the directory open at dirfd (`rel` its path): recorded as a member,
+ * as a file that cannot be one, or queued as a directory to read. */
+static int visit(walk *w, queue *q, int dirfd, const char *rel, const char *name, char *path,
+                 size_t cap) {
+  int n = snprintf(path, cap, "%s%s%s", rel, *rel ? "/" : "", name);
+  if (n < 0 || (size_t)n >= cap || (uint64_t)n > w->lim->max_name_length)
+    return add_path(w, n > 0 && (size_t)n < cap ? path : name, DCR_E_LIMIT,
+                    "path over max_name_length");
+  struct stat st, lst;
+  if (!dcr__utf8_valid((const uint8_t *)path, (size_t)n) || strchr(path, '\\'))
+    return add_path(w, path, DCR_E_CHECKPOINT, "file name is not UTF-8 or has a '\\': it "
+                    "cannot be a member path");
+  if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW)) return add_path(w, path, DCR_E_CHECKPOINT, "cannot stat");
+  if (fstatat(dirfd, name, &st, 0))
+    return add_path(w, path, DCR_E_CHECKPOINT, "symbolic link that leads nowhere");
+  if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode))
+    return add_path(w, path, DCR_E_CHECKPOINT, "symbolic link to a directory: not followed "
+                    "(copy or move the directory in, or read it as its own set)");
+  if (S_ISDIR(st.st_mode)) return enqueue(q, path, w->d);
+  if (S_ISREG(st.st_mode)) return add_path(w, path, DCR_OK, NULL);
+  return add_path(w, path, DCR_E_CHECKPOINT, "neither a regular file nor a directory (a pipe, "
+                  "socket or device)");
+}
+
+/* Walks the tree under root_fd one directory at a time, from a queue: however deep
+ * the tree, it costs neither stack nor more than one open descriptor. Directories
+ * are opened with openat below the root, so that the paths recorded are the ones
+ * read. Only I/O and memory failures stop it. */
+static int walk_tree(walk *w, int root_fd) {
+  /* a path is at most max_name_length bytes (names are u16-long) plus one name */
+  size_t cap = (size_t)(w->lim->max_name_length < UINT16_MAX ? w->lim->max_name_length
+                                                               : UINT16_MAX) + 258;
+  char *path = malloc(cap);
+  queue q = {0};
+  int rc = path ? enqueue(&q, "", w->d) : dcr__fail(w->d, DCR_E_NOMEM, "cannot allocate");
+  for (size_t k = 0; !rc && k < q.count; k++) {
+    const char *rel = q.paths[k];
+    int fd = *rel ? openat(root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                  : dup(root_fd);
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!dir) {
+      if (fd >= 0) close(fd);
+      rc = *rel ? add_path(w, rel, DCR_E_CHECKPOINT, "cannot open the directory")
+                : dcr__fail(w->d, DCR_E_IO, "cannot read the directory: %s", strerror(errno));
       continue;
     }
-    struct stat st, lst;
-    if (!dcr__utf8_valid((const uint8_t *)path, (size_t)n) || strchr(path, '\\'))
-      rc = add_path(w, path, DCR_E_CHECKPOINT, "file name is not UTF-8 or has a '\\': it "
-                    "cannot be a member path");
-    else if (fstatat(dirfd, e->d_name, &lst, AT_SYMLINK_NOFOLLOW))
-      rc = add_path(w, path, DCR_E_CHECKPOINT, "cannot stat");
-    else if (fstatat(dirfd, e->d_name, &st, 0))
-      rc = add_path(w, path, DCR_E_CHECKPOINT, "symbolic link that leads nowhere");
-    else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode))
-      rc = add_path(w, path, DCR_E_CHECKPOINT, "symbolic link to a directory: not followed "
-                    "(copy or move the directory in, or read it as its own set)");
-    else if (S_ISDIR(st.st_mode)) {
-      int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      rc = sub < 0 ? add_path(w, path, DCR_E_CHECKPOINT, "cannot open the directory")
-                   : walk_dir(w, sub, path);
-    } else if (S_ISREG(st.st_mode))
-      rc = add_path(w, path, DCR_OK, NULL);
-    else
-      rc = add_path(w, path, DCR_E_CHECKPOINT, "neither a regular file nor a directory (a "
-                    "pipe, socket or device)");
+    struct dirent *e;
+    while (!rc && (errno = 0, e = readdir(dir)))
+      if (e->d_name[0] != '.') /* hidden, ".", ".." (§2.3) */
+        rc = visit(w, &q, dirfd(dir), rel, e->d_name, path, cap);
+    if (!rc && errno)
+      rc = dcr__fail(w->d, DCR_E_IO, "cannot read the directory: %s", strerror(errno));
+    closedir(dir);
   }
-  if (!rc && errno) rc = dcr__fail(w->d, DCR_E_IO, "cannot read the directory: %s", strerror(errno));
-  closedir(dir);
+  for (size_t k = 0; k < q.count; k++) free(q.paths[k]);
+  free(q.paths);
+  free(path);
   return rc;
 }
 
@@ -358,7 +391,9 @@ int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor, int ch
     dcr__detail_file(d, dir);
     goto done;
   }
-  if ((rc = walk_dir(&w, fd, ""))) goto done;
+  rc = walk_tree(&w, fd);
+  close(fd);
+  if (rc) goto done;
   if (w.count) qsort(w.entries, w.count, sizeof *w.entries, by_path); /* NULL for an empty directory */
   if ((rc = check_walk(&w))) goto done;
   out->member_count = w.count;

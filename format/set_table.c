@@ -249,6 +249,11 @@ int dcr__set_table_check(dcr__manifest *m, const dcr_limits *lim, unsigned minor
     if ((rc = path_field(&c, lim, i ? raw[i - 1] : NULL, i ? raw_length[i - 1] : 0, &raw[i],
                          &raw_length[i])))
       goto done;
+    if (dcr__set_member_kind(raw[i], raw_length[i]) != DCR_KIND_RAW) {
+      rc = dcr__fail(d, DCR_E_MANIFEST, "base raw path \"%.*s\" names a safetensors file",
+                     (int)(raw_length[i] < 200 ? raw_length[i] : 200), raw[i]);
+      goto done;
+    }
     raw_paths[i].path = raw[i], raw_paths[i].path_length = raw_length[i];
   }
   if (c.left) {

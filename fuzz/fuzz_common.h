@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,20 +90,26 @@ static inline void fuzz_buf_free(fuzz_buf *b) {
 /* ---- a per-process temporary directory (in /dev/shm when there is one) */
 static char fuzz_dir_path[256];
 
+static inline int fuzz_rmtree_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st, (void)flag, (void)f;
+  remove(path); /* a directory is empty by now (FTW_DEPTH); links are not followed */
+  return 0;
+}
+
+/* Removes the tree at path (files, links, fifos, directories); best effort. */
+static inline void fuzz_rmtree(const char *path) {
+  struct stat st;
+  if (lstat(path, &st)) return;
+  if (!S_ISDIR(st.st_mode)) {
+    unlink(path);
+    return;
+  }
+  nftw(path, fuzz_rmtree_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static inline void fuzz_dir_cleanup(void) {
   if (!fuzz_dir_path[0]) return;
-  DIR *dir = opendir(fuzz_dir_path);
-  if (dir) {
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(dir)))
-      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-        snprintf(p, sizeof p, "%s/%s", fuzz_dir_path, e->d_name);
-        unlink(p);
-      }
-    closedir(dir);
-  }
-  rmdir(fuzz_dir_path);
+  fuzz_rmtree(fuzz_dir_path);
   fuzz_dir_path[0] = '\0';
 }
 
@@ -278,8 +285,49 @@ static inline int fuzz_encode(const char *base_path, const char *target_path, ui
   o.level = level;
   o.threads = threads;
   o.raw = raw;
+  o.unrelated = 1; /* pairs that share no tensor name encode too (dcr encode --unrelated) */
   out->n = 0;
   return dcr_encode(base_path, target_path, &o, fuzz_sink, out, NULL, NULL);
+}
+
+/* ---- fuzz_set's input (fuzz/fuzz_set.c; mkseeds.c writes its seeds). One mode
+ * byte, then for FUZZ_SET_TABLE: u8 L, L bytes of RSIZ payload, a MANI payload;
+ * for FUZZ_SET_MINORS: a MANI payload; for FUZZ_SET_DIR and FUZZ_SET_DIR_1_0: up
+ * to FUZZ_SET_RECORDS records describing a directory,
+ *   u8 type, u8 name_length, name, u16 content_length, content
+ * (lengths cut to what is left and to the maxima below). */
+enum { FUZZ_SET_TABLE = 0, FUZZ_SET_MINORS = 1, FUZZ_SET_DIR = 2, FUZZ_SET_DIR_1_0 = 3 };
+#define FUZZ_SET_SHORT_NAMES 4 /* mode bit: directories read with max_name_length 40 */
+enum {
+  FUZZ_SET_RAW = 0,       /* name: content */
+  FUZZ_SET_ST = 1,        /* name.safetensors: u64 N, then content = u16 N, N bytes of
+                             header, data */
+  FUZZ_SET_ST_BYTES = 2,  /* name.safetensors: content */
+  FUZZ_SET_INDEX = 3,     /* name.safetensors.index.json: content */
+  FUZZ_SET_GEN_ST = 4,    /* name.safetensors, valid, made from content: u8 flags
+                             (1 __metadata__, 2 data in reverse order), then per
+                             tensor 3 bytes (name, dtype and rank, dims) */
+  FUZZ_SET_GEN_INDEX = 5, /* name.safetensors.index.json listing the generated shards
+                             beside it; content[0]: 0 right, 1 one tensor left out, 2 a
+                             tensor no shard holds, 3 a tensor in the wrong shard */
+  FUZZ_SET_SPECIAL = 6,   /* name: content[0] % 5: a link to record content[1] % 8,
+                             a link to nowhere, a link to ".", a fifo, a directory */
+  FUZZ_SET_RAW_TOO = 7,   /* as FUZZ_SET_RAW */
+};
+enum { FUZZ_SET_LINK, FUZZ_SET_DANGLING, FUZZ_SET_DIRLINK, FUZZ_SET_FIFO, FUZZ_SET_MKDIR };
+#define FUZZ_SET_RECORDS 8
+#define FUZZ_SET_NAME_MAX 64
+#define FUZZ_SET_CONTENT_MAX 4096
+
+/* Appends one directory record to b. */
+static inline void fuzz_set_record(fuzz_buf *b, unsigned type, const char *name, const void *content,
+                                   size_t n) {
+  uint8_t h[2] = {(uint8_t)type, (uint8_t)strlen(name)}, len[2];
+  fuzz_put(b, h, 2);
+  fuzz_put(b, name, strlen(name));
+  dcr__put16(len, (uint16_t)n);
+  fuzz_put(b, len, 2);
+  fuzz_put(b, content, n);
 }
 
 #endif

@@ -287,6 +287,269 @@ static void journals(void) {
 
 static void flip(fuzz_buf *b, size_t from_end, uint8_t mask) { b->p[b->n - from_end] ^= mask; }
 
+/* ---- checkpoint sets (format 1.1) for fuzz_set: set bundles encoded from small
+ * directories (their MANI and RSIZ payloads; the bundles also seed validate and
+ * manifest), MANI payloads of the other kinds, and directory descriptions. */
+
+/* Writes p[0..n) at dir/rel, making the directories above it. */
+static void put_file(const char *dir, const char *rel, const void *p, size_t n) {
+  char path[512];
+  if (mkdir(dir, 0777) && errno != EEXIST) perror(dir), exit(1);
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')); *s++ = '/') {
+    *s = '\0';
+    if (mkdir(path, 0777) && errno != EEXIST) perror(path), exit(1);
+  }
+  fuzz_write_file(path, p, n);
+}
+static void put_text(const char *dir, const char *rel, const char *text) {
+  put_file(dir, rel, text, strlen(text));
+}
+
+/* The MANI payload (inflated) and the RSIZ payload (empty if none) of bundle b. */
+static void bundle_parts(const char *name, const fuzz_buf *b, fuzz_buf *mani, fuzz_buf *rsiz) {
+  dcr_reader *r;
+  dcr_detail d;
+  if (dcr_reader_open_memory(&r, b->p, b->n, NULL, &d) != DCR_OK) {
+    fprintf(stderr, "mkseeds: %s: %s\n", name, d.message);
+    exit(1);
+  }
+  mani->n = rsiz->n = 0;
+  for (uint64_t i = 0; i < r->section_count; i++) {
+    const dcr__section *s = &r->sections[i];
+    if (s->type == DCR__SEC_RSIZ) fuzz_put(rsiz, payload(r, b->p, i), (size_t)s->length);
+    if (s->type != DCR__SEC_MANI) continue;
+    if (!s->compression) {
+      fuzz_put(mani, payload(r, b->p, i), (size_t)s->length);
+      continue;
+    }
+    uint8_t *raw;
+    size_t len;
+    FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, UINT64_MAX, &raw,
+                                     &len, NULL) == DCR_OK);
+    fuzz_put(mani, raw, len);
+    free(raw);
+  }
+  FUZZ_ASSERT(mani->n && rsiz->n < 256);
+  dcr_reader_free(r);
+}
+
+/* Saves a fuzz_set seed: the mode byte, then the parts. */
+static void save_set(const char *name, uint8_t mode, const fuzz_buf *a, const fuzz_buf *b) {
+  fuzz_buf m = {0};
+  fuzz_put(&m, &mode, 1);
+  if (mode == FUZZ_SET_TABLE) {
+    uint8_t l = (uint8_t)b->n;
+    fuzz_put(&m, &l, 1);
+    fuzz_put(&m, b->p, b->n);
+  }
+  fuzz_put(&m, a->p, a->n);
+  save("set", name, m.p, m.n);
+  fuzz_buf_free(&m);
+}
+
+/* Encodes base -> target (files or directories) with 4 KiB chunks, and saves the
+ * bundle's seeds: table mode (and minors mode) for fuzz_set; sets also for
+ * validate and manifest. */
+static void set_bundle(const char *name, const char *base, const char *target, int raw, int minors) {
+  fuzz_buf b = {0}, mani = {0}, rsiz = {0};
+  char file[128];
+  dcr_detail d;
+  dcr_encode_options o;
+  dcr_encode_options_default(&o);
+  o.chunk_size = 4096;
+  o.threads = 1;
+  o.raw = raw;
+  if (dcr_encode(base, target, &o, fuzz_sink, &b, NULL, &d)) {
+    fprintf(stderr, "mkseeds: encode %s: %s\n", name, d.message);
+    exit(1);
+  }
+  bundle_parts(name, &b, &mani, &rsiz);
+  int set = mani.n > 8 && mani.p[8] == DCR_KIND_SET;
+  if (set) {
+    snprintf(file, sizeof file, "%s.table", name);
+    save_set(file, FUZZ_SET_TABLE, &mani, &rsiz);
+    snprintf(file, sizeof file, "%s.dcr", name);
+    save("validate", file, b.p, b.n);
+    uint8_t mode = 1;
+    fuzz_buf m = {0};
+    fuzz_put(&m, &mode, 1);
+    fuzz_put(&m, mani.p, mani.n);
+    snprintf(file, sizeof file, "%s.mani", name);
+    save("manifest", file, m.p, m.n);
+    fuzz_buf_free(&m);
+  }
+  if (minors || !set) {
+    snprintf(file, sizeof file, "%s.minors", name);
+    save_set(file, FUZZ_SET_MINORS, &mani, NULL);
+  }
+  fuzz_buf_free(&b);
+  fuzz_buf_free(&mani);
+  fuzz_buf_free(&rsiz);
+}
+
+/* A model directory as Hugging Face tooling saves one: shards, their index,
+ * configuration; `step` 1 is the next save (changed bytes, a grown tensor, an
+ * added one, another configuration). */
+static void model_dir(const char *dir, int step, int with_old_notes) {
+  static const fuzz_tensor first[] = {
+      {"a", "BF16", 1, {2500, 0}, NULL, 1},
+      {"b", "F32", 2, {25, 44}, NULL, 2},
+  };
+  static const fuzz_tensor first_grown[] = {
+      {"a", "BF16", 1, {2500, 0}, NULL, 1},
+      {"b", "F32", 2, {27, 44}, NULL, 2}, /* two rows more: resized (RSIZ) */
+  };
+  static const fuzz_tensor second[] = {
+      {"c", "U8", 1, {10, 0}, NULL, 3},
+      {"d", "I64", 1, {600, 0}, NULL, 4},
+      {"e", "U16", 1, {0, 0}, NULL, 5},
+  };
+  static const fuzz_tensor second_added[] = {
+      {"c", "U8", 1, {10, 0}, NULL, 3},
+      {"d", "I64", 1, {600, 0}, NULL, 4},
+      {"e", "U16", 1, {0, 0}, NULL, 5},
+      {"f", "F8_E8M0", 1, {64, 0}, NULL, 6}, /* a dtype of 1.1 */
+  };
+  fuzz_buf t = {0};
+  fuzz_safetensors(&t, step ? first_grown : first, 2, 0);
+  if (step) t.p[8 + dcr__le64(t.p) + 77] ^= 0x10; /* "a" changed */
+  put_file(dir, "model-00001-of-00002.safetensors", t.p, t.n);
+  fuzz_safetensors(&t, step ? second_added : second, step ? 4 : 3, 1);
+  put_file(dir, "model-00002-of-00002.safetensors", t.p, t.n);
+  put_text(dir, "model.safetensors.index.json",
+           step ? "{\"metadata\":{\"total_size\":14738},\"weight_map\":{\"a\":\"model-00001-of-00002.safetensors\","
+                  "\"b\":\"model-00001-of-00002.safetensors\",\"c\":\"model-00002-of-00002.safetensors\","
+                  "\"d\":\"model-00002-of-00002.safetensors\",\"e\":\"model-00002-of-00002.safetensors\","
+                  "\"f\":\"model-00002-of-00002.safetensors\"}}\n"
+                : "{\"metadata\":{\"total_size\":14210},\"weight_map\":{\"a\":\"model-00001-of-00002.safetensors\","
+                  "\"b\":\"model-00001-of-00002.safetensors\",\"c\":\"model-00002-of-00002.safetensors\","
+                  "\"d\":\"model-00002-of-00002.safetensors\",\"e\":\"model-00002-of-00002.safetensors\"}}\n");
+  put_text(dir, "config.json", step ? "{\"hidden_size\": 16, \"vocab_size\": 27}\n" : "{\"hidden_size\": 16}\n");
+  put_text(dir, "tokenizer/special_tokens_map.json", "{\"eos_token\": \"</s>\"}\n");
+  if (with_old_notes) put_text(dir, "notes.txt", "trained for one step\n");
+  fuzz_buf_free(&t);
+}
+
+static void set_seeds(void) {
+  char base[320], target[320], file[320];
+  snprintf(base, sizeof base, "%s", fuzz_path(2, "set-base"));
+  snprintf(target, sizeof target, "%s", fuzz_path(3, "set-target"));
+  fuzz_buf t = {0}, b = {0}, none = {0};
+
+  /* sharded model, one step: changed, resized, added tensors; a raw member removed */
+  model_dir(base, 0, 1);
+  model_dir(target, 1, 0);
+  set_bundle("set-step", base, target, 0, 1);
+  set_bundle("set-same", base, base, 0, 0);
+  fuzz_rmtree(target);
+  /* one file to two shards: tensors move between members */
+  fuzz_base_safetensors(&t);
+  put_file(target, "model.safetensors", t.p, t.n);
+  put_text(target, "config.json", "{\"hidden_size\": 16}\n");
+  set_bundle("set-reshard", target, base, 0, 0);
+  fuzz_rmtree(base);
+  fuzz_rmtree(target);
+  /* raw members only, one in a subdirectory */
+  put_text(base, "a.txt", "alpha\n");
+  put_text(base, "sub/b.bin", "\x01\x02\x03\x04");
+  put_text(target, "a.txt", "alpha, beta\n");
+  put_text(target, "c.txt", "gamma\n");
+  set_bundle("set-raw", base, target, 0, 0);
+  fuzz_rmtree(base);
+  fuzz_rmtree(target);
+
+  /* manifests of the other kinds, for the minor versions */
+  fuzz_base_safetensors(&b);
+  fuzz_write_file(base, b.p, b.n);
+  fuzz_index_target(&t);
+  fuzz_write_file(target, t.p, t.n);
+  set_bundle("safetensors", base, target, 0, 1);
+  static const fuzz_tensor new_dtype[] = {{"a", "F8_E8M0", 1, {300, 0}, NULL, 7}};
+  fuzz_safetensors(&t, new_dtype, 1, 0);
+  fuzz_write_file(target, t.p, t.n);
+  set_bundle("safetensors-1.1-dtype", base, target, 0, 1);
+  fuzz_base_raw(&b);
+  fuzz_write_file(base, b.p, b.n);
+  fuzz_put(&b, "grown", 5);
+  fuzz_write_file(target, b.p, b.n);
+  set_bundle("raw-resized", base, target, 1, 1);
+  unlink(base);
+  unlink(target);
+  (void)none;
+
+  /* directory descriptions (fuzz_common.h, FUZZ_SET_*) */
+  /* flags, then per tensor: name (a & 15, digit a >> 5 if a & 16), dtype (b & 15 in
+   * fuzz_set.c's list) and rank (b >> 4), dims (x & 7, x >> 3 & 7) */
+  static const uint8_t shard1[] = {1, 0x00, 0x20, 0x3a, 0x01, 0x11, 0x07}; /* a BF16 [2,7], b F32 [7] */
+  static const uint8_t shard2[] = {2, 0x02, 0x12, 0x05, 0x33, 0x23, 0x13, 0x04, 0x1c, 0x04}; /* c U8 [5], d1 I64 [3,2], e F4 [16] */
+  static const uint8_t twice[] = {0, 0x00, 0x12, 0x01}; /* a U8 [1]: "a" again */
+  static const uint8_t right = 0, wrong_shard = 3, link_to_config[] = {FUZZ_SET_LINK, 3};
+  static const uint8_t fifo = FUZZ_SET_FIFO, dangling = FUZZ_SET_DANGLING, dirlink = FUZZ_SET_DIRLINK,
+                       mkdir_ = FUZZ_SET_MKDIR;
+  static const char config[] = "{\"hidden_size\": 16}\n", special[] = "{\"eos_token\": \"</s>\"}\n";
+  struct {
+    const char *name;
+    uint8_t mode;
+    int variant;
+  } dirs[] = {
+      {"dir-model", FUZZ_SET_DIR, 0},         {"dir-model-1.0", FUZZ_SET_DIR_1_0, 0},
+      {"dir-index-wrong-shard", FUZZ_SET_DIR, 1}, {"dir-name-twice", FUZZ_SET_DIR, 2},
+      {"dir-fifo", FUZZ_SET_DIR, 3},          {"dir-dangling", FUZZ_SET_DIR, 4},
+      {"dir-link-to-dir", FUZZ_SET_DIR, 5},   {"dir-verbatim", FUZZ_SET_DIR, 6},
+      {"dir-subdirectory", FUZZ_SET_DIR, 7},  {"dir-empty", FUZZ_SET_DIR, 8},
+      {"dir-path-over-limit", FUZZ_SET_DIR | FUZZ_SET_SHORT_NAMES, 9},
+  };
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    int v = dirs[i].variant;
+    t.n = 0;
+    fuzz_put(&t, &dirs[i].mode, 1);
+    if (v == 8) {
+      save("set", dirs[i].name, t.p, t.n);
+      continue;
+    }
+    if (v == 6) { /* a fuzzed-bytes shard and a verbatim index, as a save writes them */
+      static const fuzz_tensor one[] = {{"w", "BF16", 2, {4, 8}, NULL, 9}, {"x", "U8", 1, {5, 0}, NULL, 10}};
+      fuzz_safetensors(&b, one, 2, 0);
+      uint8_t h[2];
+      dcr__put16(h, (uint16_t)dcr__le64(b.p));
+      fuzz_buf c = {0};
+      fuzz_put(&c, h, 2);
+      fuzz_put(&c, b.p + 8, b.n - 8);
+      fuzz_set_record(&t, FUZZ_SET_ST, "model", c.p, c.n);
+      fuzz_buf_free(&c);
+      static const char index[] = "{\"metadata\":{\"total_size\":69},\"weight_map\":{\"w\":\"model.safetensors\","
+                                  "\"x\":\"model.safetensors\"}}\n";
+      fuzz_set_record(&t, FUZZ_SET_INDEX, "model", index, strlen(index));
+      fuzz_set_record(&t, FUZZ_SET_RAW, "config.json", config, strlen(config));
+      save("set", dirs[i].name, t.p, t.n);
+      continue;
+    }
+    const char *dir = v == 7 ? "sub/" : "";
+    snprintf(file, sizeof file, "%smodel-00001-of-00002", dir);
+    fuzz_set_record(&t, FUZZ_SET_GEN_ST, file, shard1, sizeof shard1);
+    snprintf(file, sizeof file, "%smodel-00002-of-00002", dir);
+    fuzz_set_record(&t, FUZZ_SET_GEN_ST, file, v == 2 ? twice : shard2, v == 2 ? sizeof twice : sizeof shard2);
+    snprintf(file, sizeof file, "%smodel", dir);
+    fuzz_set_record(&t, FUZZ_SET_GEN_INDEX, file, v == 1 ? &wrong_shard : &right, 1);
+    fuzz_set_record(&t, FUZZ_SET_RAW, "config.json", config, strlen(config));
+    fuzz_set_record(&t, FUZZ_SET_RAW_TOO, "tokenizer/special_tokens_map.json", special, strlen(special));
+    fuzz_set_record(&t, FUZZ_SET_RAW, ".cache/hidden", "x", 1);
+    fuzz_set_record(&t, FUZZ_SET_SPECIAL, "tokenizer.json", link_to_config, sizeof link_to_config);
+    if (v == 9) /* 43 bytes, over max_name_length 40 */
+      fuzz_set_record(&t, FUZZ_SET_RAW, "tokenizer/added_tokens/special_tokens.json", special, strlen(special));
+    else if (v >= 3 && v <= 5)
+      fuzz_set_record(&t, FUZZ_SET_SPECIAL, v == 3 ? "pipe" : v == 4 ? "nowhere-link" : "dir-link",
+                      v == 3 ? &fifo : v == 4 ? &dangling : &dirlink, 1);
+    else
+      fuzz_set_record(&t, FUZZ_SET_SPECIAL, "empty-dir", &mkdir_, 1);
+    save("set", dirs[i].name, t.p, t.n);
+  }
+  fuzz_buf_free(&t);
+  fuzz_buf_free(&b);
+}
+
+
 int main(int argc, char **argv) {
   if (argc > 1) root = argv[1];
   if (mkdir(root, 0777) && errno != EEXIST) perror(root), exit(1);
@@ -362,6 +625,7 @@ int main(int argc, char **argv) {
     save("roundtrip", file, rt_seeds[i], n);
   }
   journals();
+  set_seeds();
   fuzz_buf_free(&base);
   fuzz_buf_free(&t);
   fuzz_buf_free(&raw);

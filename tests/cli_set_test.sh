@@ -47,6 +47,16 @@ t_state_id() {
   [ "$(id_of B/model.safetensors.index.json)" = "$(id_of B)" ] || fail "the index names its directory"
   mkdir -p B8/.cache/huggingface && echo x > B8/.cache/huggingface/lock && echo y > B8/.hidden
   [ "$(id_of B8)" = "$(id_of B)" ] || fail "hidden files are not members"
+  # a tree 2000 directories deep (a path of 4001 bytes, under max_name_length): read
+  # with a queue, not recursion, so neither the stack nor the descriptors run out
+  python3 -c 'import os
+d = os.open(".", os.O_RDONLY)
+for _ in range(2000):
+    os.mkdir("a", dir_fd=d); k = os.open("a", os.O_RDONLY, dir_fd=d); os.close(d); d = k
+f = os.open("x", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=d); os.write(f, b"hi")' 2>/dev/null ||
+    mkdir -p DEEP
+  mkdir -p DEEP && mv a DEEP/ 2>/dev/null
+  run id DEEP; want_rc 0 "a 2000-level tree"
   run encode B B8 -o r.dcr -q; want_rc 0 "encode a re-sharded copy"
   run inspect --json r.dcr
   [ "$(jget o 'j["chunk_count"]')" -le 4 ] || fail "re-sharding carries only the raw files' changes: $(jget o 'j["chunk_count"]') chunks"

@@ -1455,6 +1455,9 @@ static void set_table_vectors(void) {
       {"invalid/set-base-raw-path-duplicate", "the second base raw path is config.json, the "
        "first's", "DCR_E_NAME", "set,path,duplicate-name", "R-SET-1", C_BPATH, 1, 0,
        "config.json", NULL},
+      {"invalid/set-base-raw-path-safetensors", "the first base raw path is "
+       "a.safetensors: a name that §2.3 makes a safetensors member, never a raw one",
+       "DCR_E_MANIFEST", "set,path", "R-SET-1", C_BPATH, 0, 0, "a.safetensors", NULL},
       {"invalid/set-base-raw-path-file-and-directory", "the base raw path "
        "generation_config.json renamed config.json/generation_config.json", "DCR_E_NAME",
        "set,path", "R-SET-1", C_BPATH, 1, 0, "config.json/generation_config.json", NULL},
