@@ -312,8 +312,8 @@ static int read_members(dcr__checkpoint *out, const found *paths, dcr__checkpoin
     m->prefix = subs[i].prefix;
     m->data_length = subs[i].file_size - subs[i].prefix_length;
     m->start = start;
-    if (dcr__add_overflow(start, m->data_length, &start) || start > lim->max_file_size)
-      return dcr__fail(d, DCR_E_LIMIT, "the set's members exceed max_file_size");
+    /* saturating: the set's size is judged after its tensors (§2.3 "Reading a set") */
+    if (dcr__add_overflow(start, m->data_length, &start)) start = UINT64_MAX;
   }
   out->file_size = start;
   return DCR_OK;
