@@ -99,6 +99,26 @@ static inline void consume(bit_reader *b, unsigned bits) {
   b->have -= bits;
 }
 
+/* A unary quotient: *q one-bits, then the zero-bit that ends them, consumed. Stops
+ * early, with *q ≥ limit, once the count reaches limit (a position already out of
+ * range is not read on). Returns 0 if the stream ends first. */
+static inline int quotient(bit_reader *b, uint64_t limit, uint64_t *q) {
+  *q = 0;
+  for (;;) {
+    if (!b->have) refill(b);
+    if (!b->have) return 0;
+    unsigned ones = (unsigned)__builtin_ctzll(~b->acc | (uint64_t)1 << b->have);
+    if (ones < b->have) {
+      *q += ones;
+      consume(b, ones + 1);
+      return 1;
+    }
+    *q += b->have;
+    consume(b, b->have);
+    if (*q >= limit) return 1;
+  }
+}
+
 int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
                         uint32_t *pos, size_t *used, dcr_detail *d) {
   if (!length) return dcr__fail(d, DCR_E_POSITION, "position stream is empty");
@@ -108,20 +128,9 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
   uint64_t next = 0, low_mask = ((uint64_t)1 << k) - 1;
   uint64_t below = 0, at = 0, above = 0; /* sums of gap >> (k - 1), >> k, >> (k + 1) */
   for (size_t i = 0; i < count; i++) {
-    uint64_t q = 0;
-    for (;;) { /* the unary quotient */
-      if (!b.have) refill(&b);
-      if (!b.have) return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
-      unsigned ones = (unsigned)__builtin_ctzll(~b.acc | (uint64_t)1 << b.have);
-      if (ones < b.have) {
-        q += ones;
-        consume(&b, ones + 1);
-        break;
-      }
-      q += b.have;
-      consume(&b, b.have);
-      if (q >= n) break; /* already out of range: fail below, without reading on */
-    }
+    uint64_t q;
+    if (!quotient(&b, n, &q))
+      return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
     if (q >= n)
       return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
     if (b.have < k) refill(&b);
@@ -166,18 +175,8 @@ void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, size_t count) 
   uint64_t next = c->next, low_mask = ((uint64_t)1 << c->k) - 1;
   unsigned k = c->k;
   for (size_t i = 0; i < count; i++) {
-    uint64_t q = 0;
-    for (;;) {
-      if (!b.have) refill(&b);
-      unsigned ones = (unsigned)__builtin_ctzll(~b.acc | (uint64_t)1 << b.have);
-      if (ones < b.have) {
-        q += ones;
-        consume(&b, ones + 1);
-        break;
-      }
-      q += b.have;
-      consume(&b, b.have);
-    }
+    uint64_t q;
+    quotient(&b, UINT64_MAX, &q); /* accepted already: it neither ends nor runs long */
     if (b.have < k) refill(&b);
     uint64_t p = next + (q << k) + (b.acc & low_mask);
     consume(&b, k);
