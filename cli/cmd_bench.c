@@ -169,10 +169,6 @@ static int bench_members(const char *base, const char *target, const dcr_encode_
     membuf mb = {0};
     dcr_encode_stats st;
     rc = dcr_encode(b, t, &o, mem_write, &mb, &st, &d);
-    if (rc == DCR_E_CHECKPOINT || rc == DCR_E_LAYOUT) { /* a shard that was not one before */
-      o.raw = 1;
-      rc = dcr_encode(b, t, &o, mem_write, &mb, &st, &d);
-    }
     free(mb.data);
     if (rc) cli_report(t, rc, &d);
     bytes += st.bundle_size, bundles++;

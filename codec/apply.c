@@ -65,10 +65,8 @@ static uint64_t zero_bytes(const dcr_reader *r, int as_target) {
   uint64_t n = 0;
   for (uint64_t i = 0; !as_target && i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
-    if (e->presence & DCR__HAS_TARGET) {
-      uint64_t length = e->target.byte_length;
-      n += length - (length > SIZE_MAX ? 0 : dcr__entry_base_span(e, 0, (size_t)length));
-    }
+    if (e->presence & DCR__HAS_TARGET)
+      n += e->target.byte_length - dcr__entry_base_span(e, 0, e->target.byte_length);
   }
   for (uint64_t k = 0; !as_target && k < r->chunk_count; k++) {
     const dcr__entry *e = &m->entries[r->chunks[k].tensor];

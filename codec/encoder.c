@@ -76,7 +76,7 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
   const dcr__entry *en = &e->man.entries[jb->entry];
   uint64_t at = (uint64_t)jb->chunk * e->man.chunk_size;
   s->bytes = dcr__chunk_bytes(&e->man, en, jb->chunk);
-  size_t span = dcr__entry_base_span(en, at, s->bytes); /* the rest: zeros */
+  size_t span = (size_t)dcr__entry_base_span(en, at, s->bytes); /* the rest: zeros */
   int rc = dcr__checkpoint_view(&s->target, &e->ck[1], tensor_start(e, 1, &en->target) + at,
                                 s->bytes, s->target_buffer, &s->detail);
   if (rc && !s->detail.file[0]) dcr__detail_file(&s->detail, e->path[1]);

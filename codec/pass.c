@@ -55,7 +55,7 @@ int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, 
 /* How many of a chunk's input bytes the pass reads (the rest are zeros): all of
  * them from a target, else those coded against the base (§6.5 for resized ones). */
 static size_t input_span(const dcr__pass_spec *s, const dcr__entry *e, uint64_t at, size_t bytes) {
-  return s->as_target ? bytes : dcr__entry_base_span(e, at, bytes);
+  return s->as_target ? bytes : (size_t)dcr__entry_base_span(e, at, bytes);
 }
 
 /* §6.3: the input must have exactly the manifest's base tensors (or, taken as the

@@ -106,7 +106,9 @@ DCR_HIDDEN int dcr__entry_delta_coded(const dcr__entry *e);
 /* How many of the target bytes [at, at + bytes) are coded against base bytes
  * (the rest against zeros): all of them for a delta-coded tensor, those below the
  * base's length for a resized one (§6.5), none otherwise. */
-DCR_HIDDEN size_t dcr__entry_base_span(const dcr__entry *e, uint64_t at, size_t bytes);
+DCR_HIDDEN uint64_t dcr__entry_base_span(const dcr__entry *e, uint64_t at, uint64_t bytes);
+/* The entry named `name` (entries are in bytewise name order), or NULL. */
+DCR_HIDDEN dcr__entry *dcr__manifest_find(const dcr__manifest *m, const char *name, size_t n);
 /* The minor version a manifest needs (§12): 1 for a set, a resized tensor or a
  * dtype of 1.1; else 0. */
 DCR_HIDDEN unsigned dcr__manifest_minor(const dcr__manifest *m);

@@ -31,10 +31,22 @@ int dcr__entry_delta_coded(const dcr__entry *e) {
          e->base.dtype == e->target.dtype && e->base.byte_length == e->target.byte_length;
 }
 
-size_t dcr__entry_base_span(const dcr__entry *e, uint64_t at, size_t bytes) {
+uint64_t dcr__entry_base_span(const dcr__entry *e, uint64_t at, uint64_t bytes) {
   if (dcr__entry_delta_coded(e)) return bytes;
   if (!e->resized || at >= e->base.byte_length) return 0;
-  return e->base.byte_length - at < bytes ? (size_t)(e->base.byte_length - at) : bytes;
+  return e->base.byte_length - at < bytes ? e->base.byte_length - at : bytes;
+}
+
+dcr__entry *dcr__manifest_find(const dcr__manifest *m, const char *name, size_t n) {
+  size_t lo = 0, hi = (size_t)m->entry_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = dcr__name_cmp(m->entries[mid].name, m->entries[mid].name_length, name, n);
+    if (!c) return &m->entries[mid];
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return NULL;
 }
 
 unsigned dcr__manifest_minor(const dcr__manifest *m) {

@@ -145,18 +145,6 @@ static int check_nesting(const dcr__member *paths, size_t count, dcr_detail *d) 
   return DCR_OK;
 }
 
-static dcr__entry *find_entry(dcr__manifest *m, const char *name, size_t n) {
-  size_t lo = 0, hi = (size_t)m->entry_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = dcr__name_cmp(m->entries[mid].name, m->entries[mid].name_length, name, n);
-    if (!c) return &m->entries[mid];
-    if (c < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return NULL;
-}
-
 static int raw_shape(const dcr__desc *t, uint64_t length) {
   return t->dtype == DTYPE_U8 && t->rank == 1 && (length == UINT64_MAX || t->dims[0] == length);
 }
@@ -169,7 +157,7 @@ static int mismatch(dcr_detail *d, const char *name, size_t n, const char *why) 
 /* R-SET-2: the members are exactly the target entries. `claimed` marks them. */
 static int claim(dcr__manifest *m, uint8_t *claimed, const char *name, size_t n,
                  const dcr__desc *want, uint64_t offset, dcr_detail *d) {
-  dcr__entry *e = find_entry(m, name, n);
+  dcr__entry *e = dcr__manifest_find(m, name, n);
   if (!e || !(e->presence & DCR__HAS_TARGET))
     return mismatch(d, name, n, "a member's tensor is not a target entry");
   const dcr__desc *t = &e->target;
@@ -192,7 +180,7 @@ static int match_entries(dcr__manifest *m, const dcr_limits *lim, unsigned minor
       uint64_t dim = mb->data_length;
       dcr__desc want = {.dtype = DTYPE_U8, .rank = 1, .dims = &dim, .byte_length = dim};
       if (!(rc = claim(m, claimed, mb->path, mb->path_length, &want, mb->start, d)))
-        find_entry(m, mb->path, mb->path_length)->raw |= DCR__HAS_TARGET;
+        dcr__manifest_find(m, mb->path, mb->path_length)->raw |= DCR__HAS_TARGET;
       continue;
     }
     dcr__checkpoint ck;
@@ -207,7 +195,7 @@ static int match_entries(dcr__manifest *m, const dcr_limits *lim, unsigned minor
       rc = mismatch(d, m->entries[i].name, m->entries[i].name_length,
                     "a target entry is in no member");
   for (size_t i = 0; !rc && i < base_raw_count; i++) {
-    dcr__entry *e = find_entry(m, base_raw[i], base_raw_length[i]);
+    dcr__entry *e = dcr__manifest_find(m, base_raw[i], base_raw_length[i]);
     if (!e || !(e->presence & DCR__HAS_BASE) || !raw_shape(&e->base, UINT64_MAX))
       rc = mismatch(d, base_raw[i], base_raw_length[i],
                     "a base raw path is not a U8 base entry of rank 1");

@@ -290,6 +290,15 @@ static inline int fuzz_encode(const char *base_path, const char *target_path, ui
   return dcr_encode(base_path, target_path, &o, fuzz_sink, out, NULL, NULL);
 }
 
+/* A parsed manifest serializes back to exactly the bytes parsed. */
+static inline void fuzz_manifest_same_bytes(const dcr__manifest *m, const uint8_t *p, size_t n) {
+  uint8_t *out = NULL;
+  size_t length = 0;
+  FUZZ_ASSERT(dcr__manifest_serialize(m, &out, &length) == DCR_OK);
+  FUZZ_ASSERT(length == n && !memcmp(out, p, n));
+  free(out);
+}
+
 /* ---- fuzz_set's input (fuzz/fuzz_set.c; mkseeds.c writes its seeds). One mode
  * byte, then for FUZZ_SET_TABLE: u8 L, L bytes of RSIZ payload, a MANI payload;
  * for FUZZ_SET_MINORS: a MANI payload; for FUZZ_SET_DIR and FUZZ_SET_DIR_1_0: up

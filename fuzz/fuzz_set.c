@@ -87,14 +87,6 @@ static int parse(const uint8_t *p, size_t n, const dcr_limits *lim, unsigned min
   return rc;
 }
 
-static void same_bytes(const dcr__manifest *m, const uint8_t *p, size_t n) {
-  uint8_t *out = NULL;
-  size_t length = 0;
-  FUZZ_ASSERT(dcr__manifest_serialize(m, &out, &length) == DCR_OK);
-  FUZZ_ASSERT(length == n && !memcmp(out, p, n));
-  free(out);
-}
-
 /* What a 1.0 reader says of a payload whose kind byte (if it has one) is 3: the
  * fields before the kind are read and checked first (§6.2 steps 1-3, R-MAN-1). */
 static int kind3_in_1_0(const uint8_t *p, size_t n, const dcr_limits *lim) {
@@ -113,18 +105,6 @@ static void check_kind3_in_1_0(const uint8_t *p, size_t n, const dcr_limits *lim
   dcr__manifest m;
   int rc = parse(p, n, lim, 0, &m);
   FUZZ_ASSERT(rc == kind3_in_1_0(p, n, lim));
-}
-
-static dcr__entry *find_entry(const dcr__manifest *m, const char *name, size_t n) {
-  size_t lo = 0, hi = (size_t)m->entry_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = dcr__name_cmp(m->entries[mid].name, m->entries[mid].name_length, name, n);
-    if (!c) return &m->entries[mid];
-    if (c < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return NULL;
 }
 
 static int same_shape(const dcr__desc *a, const dcr__desc *b) {
@@ -158,7 +138,7 @@ static void check_table(const dcr__manifest *m, const dcr_limits *lim) {
     start += mb->data_length;
     if (mb->kind == DCR_KIND_RAW) {
       FUZZ_ASSERT(mb->prefix_length == 0);
-      const dcr__entry *e = find_entry(m, mb->path, mb->path_length);
+      const dcr__entry *e = dcr__manifest_find(m, mb->path, mb->path_length);
       FUZZ_ASSERT(e && (e->presence & DCR__HAS_TARGET) && (e->raw & DCR__HAS_TARGET));
       FUZZ_ASSERT(e->target.dtype == DTYPE_U8 && e->target.rank == 1 &&
                   e->target.dims[0] == mb->data_length && e->target.offset == mb->start);
@@ -174,7 +154,7 @@ static void check_table(const dcr__manifest *m, const dcr_limits *lim) {
                                        &ck, &d) == DCR_OK);
     for (size_t k = 0; k < ck.count; k++) {
       const dcr__tensor *t = &ck.tensors[k];
-      const dcr__entry *e = find_entry(m, t->name, t->name_length);
+      const dcr__entry *e = dcr__manifest_find(m, t->name, t->name_length);
       FUZZ_ASSERT(e && (e->presence & DCR__HAS_TARGET) && !(e->raw & DCR__HAS_TARGET));
       FUZZ_ASSERT(same_shape(&e->target, &t->desc) && e->target.offset == mb->start + t->desc.offset);
       FUZZ_ASSERT(t->desc.offset + t->desc.byte_length <= mb->data_length);
@@ -212,7 +192,7 @@ static void check_table(const dcr__manifest *m, const dcr_limits *lim) {
     const char *path = (const char *)at + 2;
     FUZZ_ASSERT((size_t)(end - at) - 2 >= n && n <= lim->max_name_length && dcr__set_path_valid(path, n));
     FUZZ_ASSERT(!previous || dcr__name_cmp(previous, previous_length, path, n) < 0);
-    const dcr__entry *e = find_entry(m, path, n);
+    const dcr__entry *e = dcr__manifest_find(m, path, n);
     FUZZ_ASSERT(e && (e->presence & DCR__HAS_BASE) && (e->raw & DCR__HAS_BASE));
     FUZZ_ASSERT(e->base.dtype == DTYPE_U8 && e->base.rank == 1);
     previous = path, previous_length = n;
@@ -411,7 +391,7 @@ static void table_mode(const uint8_t *p, size_t n, const dcr_limits *lim) {
   check_kind3_in_1_0(mani, ml, lim);
   dcr__manifest m;
   if (!parse(mani, ml, lim, 1, &m)) {
-    same_bytes(&m, mani, ml);
+    fuzz_manifest_same_bytes(&m, mani, ml);
     check_table(&m, lim);
     check_as_directory(&m, lim);
     check_rsiz(&m, rsiz, rl);
@@ -424,7 +404,7 @@ static void minors_mode(const uint8_t *p, size_t n, const dcr_limits *lim) {
   dcr__manifest m0, m1;
   int rc0 = parse(p, n, lim, 0, &m0), rc1 = parse(p, n, lim, 1, &m1);
   if (!rc1) {
-    same_bytes(&m1, p, n);
+    fuzz_manifest_same_bytes(&m1, p, n);
     /* valid in 1.0 exactly when valid in 1.1 and using nothing of 1.1 (R-VER-4) */
     FUZZ_ASSERT(!rc0 == !dcr__manifest_minor(&m1));
     if (m1.kind == DCR_KIND_SET) check_table(&m1, lim);
@@ -432,7 +412,7 @@ static void minors_mode(const uint8_t *p, size_t n, const dcr_limits *lim) {
     FUZZ_ASSERT(rc0); /* every valid 1.0 manifest is valid in 1.1 (§12) */
   }
   if (!rc0) {
-    same_bytes(&m0, p, n);
+    fuzz_manifest_same_bytes(&m0, p, n);
     FUZZ_ASSERT(m0.kind != DCR_KIND_SET && !m0.member_count && !dcr__manifest_minor(&m0));
     dcr__manifest_free(&m0);
   }

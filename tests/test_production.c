@@ -28,22 +28,7 @@
 #error "the unit tests are a production build: FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION is set"
 #endif
 
-typedef struct {
-  uint8_t *p;
-  size_t n, cap;
-} buf;
-
-static int sink(void *opaque, const void *p, size_t n) {
-  buf *b = opaque;
-  if (b->n + n > b->cap) {
-    b->cap = 2 * (b->n + n);
-    b->p = realloc(b->p, b->cap);
-    if (!b->p) return 1;
-  }
-  memcpy(b->p + b->n, p, n);
-  b->n += n;
-  return 0;
-}
+#include "test_sink.h"
 
 static char dir[64], base_path[128], target_path[128], out_path[128];
 static buf bundle;
