@@ -96,6 +96,12 @@ $(BUILD)/mkvectors11: $(BUILD)/tools/mkvectors11.o
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
+# The 1.2 vector generator (tools/mkvectors12.c, testvectors/v1.2/): DELTA_CLASSED,
+# with the range encoder and class tables of tools/bundlegen.h, not libdcr's.
+$(BUILD)/mkvectors12: $(BUILD)/tools/mkvectors12.o
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
+
 # The apply journal vector generator (tools/mkjournals.c, SPEC.md §18): written from
 # the spec alone, with zstd, xxhash and jansson, not libdcr.
 $(BUILD)/mkjournals: $(BUILD)/tools/mkjournals.o
@@ -123,7 +129,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/cli_set_test.sh $(BUILD)/dcr
 	SANITIZE="$(SANITIZE)" bash tests/hostile_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/journal-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
 	bash tests/abi_test.sh $(BUILD)
 	bash tests/readme_test.sh $(BUILD)/dcr
@@ -135,15 +141,41 @@ crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies at rando
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, journal-v1/) from tools/mkvectors.c, tools/mkvectors11.c and tools/mkjournals.c
+vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c and tools/mkjournals.c
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 	rm -rf testvectors/v1.1
 	$(BUILD)/mkvectors11 testvectors
+	rm -rf testvectors/v1.2
+	$(BUILD)/mkvectors12 testvectors
 	rm -rf testvectors/journal-v1
 	$(BUILD)/mkjournals testvectors
 
-vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkjournals $(BUILD)/test_vectors ## Regenerate the vectors in a temporary folder; fail if a byte differs or a repaired vector is not valid
+# $(call minor_vectors_check,GENERATOR,VERSION): a minor version's vectors, written
+# again by tools/GENERATOR.c into a temporary folder, must be testvectors/vVERSION
+# byte for byte, and each repaired invalid vector must be valid.
+define minor_vectors_check
+t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-$(1).XXXXXX") && \
+	$(BUILD)/$(1) "$$t" --repaired "$$t/repaired" && \
+	if diff -r "$$t/v$(2)" testvectors/v$(2); then \
+	  echo "vectors-check: testvectors/v$(2) is exactly what tools/$(1).c writes"; \
+	else \
+	  echo "vectors-check: testvectors/v$(2) differs from what tools/$(1).c writes (committed with" \
+	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/v$(2)/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/v$(2)/index.json"))."; \
+	  echo "testvectors/v$(2) is frozen since $(2) final (SPEC.md §12, R-VER-2): fix the code, not the" \
+	       "vectors; add new vectors only after the existing ones (tools/$(1).c), or in a new minor version's folder."; \
+	  rm -rf "$$t"; exit 1; \
+	fi; \
+	if $(BUILD)/test_vectors "$$t/repaired" >"$$t/repaired.log" 2>&1; then \
+	  rm -rf "$$t"; echo "vectors-check: every repaired $(2) invalid vector is valid"; \
+	else \
+	  grep -E '^ERROR|FAILED' "$$t/repaired.log"; \
+	  echo "vectors-check: a repaired $(2) invalid vector is not valid: the vector breaks a second rule"; \
+	  rm -rf "$$t"; exit 1; \
+	fi
+endef
+
+vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals $(BUILD)/test_vectors ## Regenerate the vectors in a temporary folder; fail if a byte differs or a repaired vector is not valid
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-vectors.XXXXXX") && \
 	$(BUILD)/mkvectors "$$t" --repaired "$$t/repaired" && \
 	if diff -r "$$t/v1" testvectors/v1 && cmp "$$t/index.json" testvectors/index.json; then \
@@ -162,24 +194,8 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkjournals $(BUI
 	  echo "vectors-check: a repaired invalid vector is not valid: the vector breaks a second rule"; \
 	  rm -rf "$$t"; exit 1; \
 	fi
-	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-vectors11.XXXXXX") && \
-	$(BUILD)/mkvectors11 "$$t" --repaired "$$t/repaired" && \
-	if diff -r "$$t/v1.1" testvectors/v1.1; then \
-	  echo "vectors-check: testvectors/v1.1 is exactly what tools/mkvectors11.c writes"; \
-	else \
-	  echo "vectors-check: testvectors/v1.1 differs from what tools/mkvectors11.c writes (committed with" \
-	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/v1.1/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/v1.1/index.json"))."; \
-	  echo "testvectors/v1.1 is frozen since 1.1 final (SPEC.md §12, R-VER-2): fix the code, not the" \
-	       "vectors; add new vectors only after the existing ones (tools/mkvectors11.c), or in a new minor version's folder."; \
-	  rm -rf "$$t"; exit 1; \
-	fi; \
-	if $(BUILD)/test_vectors "$$t/repaired" >"$$t/repaired.log" 2>&1; then \
-	  rm -rf "$$t"; echo "vectors-check: every repaired 1.1 invalid vector is valid"; \
-	else \
-	  grep -E '^ERROR|FAILED' "$$t/repaired.log"; \
-	  echo "vectors-check: a repaired 1.1 invalid vector is not valid: the vector breaks a second rule"; \
-	  rm -rf "$$t"; exit 1; \
-	fi
+	@$(call minor_vectors_check,mkvectors11,1.1)
+	@$(call minor_vectors_check,mkvectors12,1.2)
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-journals.XXXXXX") && \
 	$(BUILD)/mkjournals "$$t" && \
 	if diff -r "$$t/journal-v1" testvectors/journal-v1; then \
@@ -242,5 +258,5 @@ help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/tools/mkvectors.d $(BUILD)/tools/mkvectors11.d \
-         $(BUILD)/tools/mkjournals.d $(FUZZ_OBJ:.o=.d) \
+         $(BUILD)/tools/mkvectors12.d $(BUILD)/tools/mkjournals.d $(FUZZ_OBJ:.o=.d) \
          $(wildcard $(BUILD)/tests/*.d)

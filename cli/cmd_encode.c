@@ -26,7 +26,9 @@ static const char usage[] =
     "      --meta KEY=VALUE add a metadata pair (repeatable), e.g. --meta step=1200\n"
     "      --unrelated      encode inputs that share no tensor name (refused by\n"
     "                       default: every tensor would be sent whole)\n"
-    "      --format V       the newest format the bundle may need: 1.1 (default) or\n"
+    "      --format V       the newest format the bundle may need: 1.2 (default);\n"
+    "                       1.1, without DELTA_CLASSED chunks (for readers that\n"
+    "                       scatter changes without the base, dcr_changes); or\n"
     "                       1.0, which 1.0 readers read (tensors that grow or shrink\n"
     "                       then go whole; sets and 1.1 dtypes are refused)\n"
     "  -f, --force          overwrite BUNDLE if it exists\n"
@@ -80,8 +82,8 @@ int cmd_encode(int argc, char **argv) {
       case OPT_JSON: json = 1; break;
       case OPT_UNRELATED: opt.unrelated = 1; break;
       case OPT_FORMAT:
-        if (strcmp(optarg, "1.0") && strcmp(optarg, "1.1"))
-          return free(meta), cli_usage("encode", "bad --format '%s' (1.0 or 1.1)", optarg);
+        if (strcmp(optarg, "1.0") && strcmp(optarg, "1.1") && strcmp(optarg, "1.2"))
+          return free(meta), cli_usage("encode", "bad --format '%s' (1.0, 1.1 or 1.2)", optarg);
         opt.max_minor = optarg[2] - '0';
         break;
       case OPT_META: {
@@ -126,14 +128,19 @@ int cmd_encode(int argc, char **argv) {
     return cli_exit_code(err);
   }
   if ((rc = cli_output_commit(&o))) return rc;
+  uint64_t by_encoding[DCR_ENC_COUNT];
+  for (int e = 1; e < DCR_ENC_COUNT; e++)
+    by_encoding[e] = e == DCR_ENC_DELTA_CLASSED ? st.chunks_delta_classed : st.chunks_by_encoding[e];
+  char version[16];
+  snprintf(version, sizeof version, "%d.%llu", DCR_FORMAT_MAJOR, (unsigned long long)st.format_minor);
   if (json) {
     json_t *enc = json_object();
     for (int e = 1; e < DCR_ENC_COUNT; e++)
-      if (st.chunks_by_encoding[e])
-        json_object_set_new(enc, dcr_encoding_name(e), json_integer((json_int_t)st.chunks_by_encoding[e]));
+      if (by_encoding[e])
+        json_object_set_new(enc, dcr_encoding_name(e), json_integer((json_int_t)by_encoding[e]));
     cli_print_json(json_pack(
         "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:i}", "bundle", out,
-        "format", st.format_minor ? "1.1" : "1.0", "bundle_bytes",
+        "format", version, "bundle_bytes",
         (json_int_t)st.bundle_size, "target_bytes", (json_int_t)st.target_size, "elements",
         (json_int_t)st.elements, "changed_elements", (json_int_t)st.changed_elements, "chunks",
         (json_int_t)st.chunks, "changed_chunks", (json_int_t)st.changed_chunks, "chunks_by_encoding",
@@ -154,13 +161,13 @@ int cmd_encode(int argc, char **argv) {
             (unsigned long long)st.changed_chunks, (unsigned long long)st.chunks);
     if (common.verbose) {
       fprintf(stderr, "  threads: %u\n", opt.threads ? opt.threads : dcr_default_threads());
-      fprintf(stderr, "  format 1.%llu; tensors added %llu, removed %llu, recoded %llu, resized %llu\n",
-              (unsigned long long)st.format_minor, (unsigned long long)st.tensors_added,
+      fprintf(stderr, "  format %s; tensors added %llu, removed %llu, recoded %llu, resized %llu\n",
+              version, (unsigned long long)st.tensors_added,
               (unsigned long long)st.tensors_removed, (unsigned long long)st.tensors_recoded,
               (unsigned long long)st.tensors_resized);
       for (int e = 1; e < DCR_ENC_COUNT; e++)
         fprintf(stderr, "  %-17s %llu chunks\n", dcr_encoding_name(e),
-                (unsigned long long)st.chunks_by_encoding[e]);
+                (unsigned long long)by_encoding[e]);
       if (st.changed_elements)
         fprintf(stderr, "  %.3f bytes per changed element\n",
                 (double)st.bundle_size / (double)st.changed_elements);

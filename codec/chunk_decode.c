@@ -25,15 +25,17 @@ uint64_t dcr__chunk_decoder_bytes(size_t chunk_size) {
          (uint64_t)pos_capacity(chunk_size) * sizeof(uint32_t);
 }
 
-int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size) {
+int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size, unsigned minor) {
   memset(dd, 0, sizeof *dd);
+  dd->minor = minor;
   dd->pos_capacity = pos_capacity(chunk_size);
   dd->dctx = ZSTD_createDCtx();
   dd->pos = malloc(dd->pos_capacity * sizeof *dd->pos);
   dd->pos_stream = malloc(DCR__POSITIONS_BOUND(chunk_size));
   dd->planes = malloc(chunk_size);
   dd->join = malloc(join_bytes(chunk_size));
-  if (!dd->dctx || !dd->pos || !dd->pos_stream || !dd->planes || !dd->join) {
+  int classed = minor < 2 || !dcr__classed_decoder_init(&dd->cls);
+  if (!dd->dctx || !dd->pos || !dd->pos_stream || !dd->planes || !dd->join || !classed) {
     dcr__chunk_decoder_free(dd);
     return DCR_E_NOMEM;
   }
@@ -46,6 +48,7 @@ void dcr__chunk_decoder_free(dcr__chunk_decoder *dd) {
   free(dd->pos_stream);
   free(dd->planes);
   free(dd->join);
+  dcr__classed_decoder_free(dd->cls);
   memset(dd, 0, sizeof *dd);
 }
 
@@ -186,10 +189,29 @@ static int apply_sparse(dcr__chunk_decoder *dd, const uint8_t *planes, size_t co
   return apply_range(dd, planes, count, 0, count, esize, op, chunk, d);
 }
 
+/* DELTA_CLASSED a piece at a time: each piece's changes are found by walking its
+ * base elements while they are in cache. */
+static int apply_classed_pieces(dcr__chunk_decoder *dd, const uint8_t *values, unsigned esize,
+                                size_t n, const uint8_t *from, uint8_t *out,
+                                uint8_t *input_digests, uint8_t *out_digests, dcr_detail *d) {
+  size_t bytes = n * esize, piece = 0;
+  for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
+    size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
+    dcr__pieces(from + at, length, input_digests + 16 * piece);
+    memcpy(out + at, from + at, length);
+    dcr__classed_walk(dd->cls, values, from, out, at / esize, (at + length) / esize);
+    dcr__pieces(out + at, length, out_digests + 16 * piece);
+  }
+  return dcr__classed_end(dd->cls, d);
+}
+
 int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
-                             const uint8_t *planes, unsigned esize, size_t n,
+                             const uint8_t *planes, int dtype, size_t n,
                              const uint8_t *from, uint8_t *out, uint8_t *input_digests,
                              uint8_t *out_digests, dcr_detail *d) {
+  unsigned esize = dcr_dtype_size(dtype);
+  if (c->encoding == DCR_ENC_DELTA_CLASSED)
+    return apply_classed_pieces(dd, planes, esize, n, from, out, input_digests, out_digests, d);
   size_t count = c->count, bytes = n * esize, k = 0, piece = 0;
   int op = dcr__enc_op(c->encoding);
   pos_rewind(dd);
@@ -211,16 +233,27 @@ int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
 }
 
 int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,
-                       size_t length, unsigned esize, size_t n, const uint8_t **planes,
+                       size_t length, int dtype, size_t n, const uint8_t **planes,
                        dcr_detail *d) {
+  unsigned esize = dcr_dtype_size(dtype);
   if (c->compression > DCR_COMP_ZSTD)
     return dcr__fail(d, DCR_E_ENCODING, "unknown compression %u", c->compression);
-  if (c->encoding < DCR_ENC_XOR_DENSE || c->encoding >= DCR_ENC_COUNT)
+  /* R-VER-4: an encoding is known from the minor version that added it. */
+  int last = dd->minor >= 2 ? DCR_ENC_DELTA_CLASSED : DCR_ENC_DELTA_SPARSE;
+  if (c->encoding < DCR_ENC_XOR_DENSE || c->encoding > last)
     return dcr__fail(d, DCR_E_ENCODING, "unknown encoding %u", c->encoding);
   /* The index checks this too; repeated so that no caller can make the buffers
    * sized for n overflow. */
   if (c->count == 0 || c->count > n)
     return dcr__fail(d, DCR_E_INDEX, "count %u outside 1..%zu", c->count, n);
+  if (c->encoding == DCR_ENC_DELTA_CLASSED) {
+    if (c->compression != DCR_COMP_NONE)
+      return dcr__fail(d, DCR_E_ENCODING, "DELTA_CLASSED is stored with compression 0, not %u",
+                       c->compression);
+    *planes = dd->planes;
+    dd->batched = 0;
+    return dcr__classed_streams(dd->cls, data, length, dtype, n, c->count, dd->planes, d);
+  }
   int is_sparse = dcr__enc_sparse(c->encoding);
   size_t k = is_sparse ? c->count : n, plane_bytes;
   input in = {data, length};
@@ -238,14 +271,15 @@ static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint
                          unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d);
 
 int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *data,
-                      size_t length, unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
+                      size_t length, int dtype, size_t n, uint8_t *chunk, dcr_detail *d) {
   const uint8_t *planes;
-  int rc = dcr__chunk_streams(dd, c, data, length, esize, n, &planes, d);
-  return rc ? rc : apply_streams(dd, c, planes, esize, n, chunk, d);
+  int rc = dcr__chunk_streams(dd, c, data, length, dtype, n, &planes, d);
+  return rc ? rc : apply_streams(dd, c, planes, dcr_dtype_size(dtype), n, chunk, d);
 }
 
 int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_t *planes,
-                       unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
+                       int dtype, size_t n, uint8_t *chunk, dcr_detail *d) {
+  unsigned esize = dcr_dtype_size(dtype);
   int rc = apply_streams(dd, c, planes, esize, n, chunk, d);
   if (rc || chunk || !dcr__enc_sparse(c->encoding) || !dd->batched) return rc;
   /* Checked, not applied: the caller takes the positions from dd->pos (dcr_changes
@@ -269,6 +303,11 @@ static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint
                          unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
   int op = dcr__enc_op(c->encoding);
   size_t k = dcr__enc_sparse(c->encoding) ? c->count : n;
+  if (c->encoding == DCR_ENC_DELTA_CLASSED) { /* positions need the base: none without it */
+    if (!chunk) return DCR_OK;
+    dcr__classed_walk(dd->cls, planes, chunk, chunk, 0, n);
+    return dcr__classed_end(dd->cls, d);
+  }
   if (dcr__enc_sparse(c->encoding)) return apply_sparse(dd, planes, k, esize, op, chunk, d);
   /* Joined a block at a time (dd->join), so that a chunk is untouched when a check
    * fails and no buffer of a whole chunk's joined elements is needed. */

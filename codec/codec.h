@@ -15,8 +15,10 @@
 /* Encoding ids (§9.1) are regular: odd ids are dense, even ones sparse, and
  * (id - 1) / 2 says what the values are. */
 enum { DCR__OP_XOR = 0, DCR__OP_OVERWRITE = 1, DCR__OP_DELTA = 2 };
-static inline int dcr__enc_sparse(int encoding) { return !(encoding & 1); }
-static inline int dcr__enc_op(int encoding) { return (encoding - 1) / 2; }
+static inline int dcr__enc_sparse(int encoding) { return !(encoding & 1) || encoding == 7; }
+static inline int dcr__enc_op(int encoding) {
+  return encoding == DCR_ENC_DELTA_CLASSED ? DCR__OP_DELTA : (encoding - 1) / 2;
+}
 
 /* ---- planes.c: byte planes (§9.1). `elems` values of `esize` bytes. */
 DCR_HIDDEN void dcr__planes_split(uint8_t *planes, const uint8_t *elems, size_t count,
@@ -56,6 +58,8 @@ DCR_HIDDEN void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t 
 /* Writes the Rice-coded gaps of `count` strictly increasing positions; returns
  * the bytes written (at most DCR__POSITIONS_BOUND). */
 DCR_HIDDEN size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count);
+/* What dcr__positions_write would return, without writing. */
+DCR_HIDDEN size_t dcr__positions_size(const uint32_t *pos, size_t count);
 /* Reads exactly `count` positions below n from in[0..length); *used gets the bytes
  * consumed, up to the byte boundary after the last. Fails with DCR_E_POSITION. */
 DCR_HIDDEN int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
@@ -69,6 +73,39 @@ typedef struct {
 } dcr__positions_cursor;
 DCR_HIDDEN void dcr__positions_start(dcr__positions_cursor *c, const uint8_t *in, size_t length);
 DCR_HIDDEN void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, size_t count);
+
+/* ---- classed.c: DELTA_CLASSED (§9.4, format 1.2) */
+#define DCR__CLASSES_MAX 2048 /* 2^11: F64's exponent field */
+/* The class field of a dtype: its width in bits (0: one class) and *shift. */
+DCR_HIDDEN unsigned dcr__class_bits(int dtype, unsigned *shift);
+typedef struct {
+  uint32_t *offset, *seen; /* per class: where its changes go; four histograms */
+} dcr__classed_encoder;
+DCR_HIDDEN int dcr__classed_encoder_init(dcr__classed_encoder *ws);
+DCR_HIDDEN void dcr__classed_encoder_free(dcr__classed_encoder *ws);
+/* Writes the encoded data of the count changes at pos (old: their base elements,
+ * z: their zigzag deltas, packed) of a chunk whose base is `base`; returns its
+ * length, or SIZE_MAX if it would pass capacity. ranks (count) and sorted (count
+ * elements) are the caller's scratch. */
+DCR_HIDDEN size_t dcr__classed_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity,
+                                     const uint8_t *base, int dtype, const uint32_t *pos,
+                                     const uint8_t *old, const uint8_t *z, size_t count,
+                                     uint32_t *ranks, uint8_t *sorted);
+typedef struct dcr__classed dcr__classed;
+DCR_HIDDEN int dcr__classed_decoder_init(dcr__classed **cls);
+DCR_HIDDEN void dcr__classed_decoder_free(dcr__classed *cls);
+/* The chunk stage: checks the class table, the rank streams and the values of
+ * every rule that needs no base, and decodes the values (zigzag deltas, class by
+ * class) into `values` (count elements). */
+DCR_HIDDEN int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length,
+                                    int dtype, size_t n, size_t count, uint8_t *values,
+                                    dcr_detail *d);
+/* The apply stage, after dcr__classed_streams: elements first..last-1 (walked in
+ * order, from 0, over calls) read from base, their changes written to out (which
+ * may be base). dcr__classed_end then says whether every change was met. */
+DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
+                                  uint8_t *out, size_t first, size_t last);
+DCR_HIDDEN int dcr__classed_end(const dcr__classed *cls, dcr_detail *d);
 
 /* ---- detect.c: change detection, on bits (§3) */
 /* Writes the indices of the elements that differ to pos (room for n) and returns
@@ -92,6 +129,8 @@ typedef struct {
   uint8_t *trial, *best;       /* candidate encoded data */
   size_t trial_capacity;
   uint8_t *base_pieces, *target_pieces;
+  int classed;                 /* DELTA_CLASSED may be chosen (a 1.2 bundle) */
+  dcr__classed_encoder cw;
 } dcr__chunk_encoder;
 
 typedef struct {
@@ -104,10 +143,12 @@ typedef struct {
   size_t length;
 } dcr__encoded;
 
-DCR_HIDDEN int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level);
+DCR_HIDDEN int dcr__chunk_encoder_init(dcr__chunk_encoder *ce, size_t chunk_size, int level,
+                                       int classed);
 DCR_HIDDEN void dcr__chunk_encoder_free(dcr__chunk_encoder *ce);
+/* dtype's elements; DELTA_CLASSED is a candidate if ce was made with `classed`. */
 DCR_HIDDEN int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base,
-                                 const uint8_t *target, size_t bytes, unsigned esize,
+                                 const uint8_t *target, size_t bytes, int dtype,
                                  dcr__encoded *out);
 
 /* ---- chunk_decode.c: decoding and applying one chunk (§9, §10) */
@@ -123,6 +164,8 @@ typedef struct {
   size_t pos_capacity, pos_first, pos_end;
   int batched;
   dcr__positions_cursor cursor, stream_start;
+  unsigned minor;              /* the bundle's: which encodings exist (R-VER-4) */
+  dcr__classed *cls;           /* minor >= 2: DELTA_CLASSED's walk */
 } dcr__chunk_decoder;
 
 #define DCR__JOIN_BLOCK 65536u /* dense values are joined this many elements at a time */
@@ -132,7 +175,8 @@ typedef struct {
  * dcr__chunk_decoder_bytes(chunk_size): a sparse 1 GiB U8 chunk whose count is n
  * took 5 GiB as 4-byte positions. dd->pos holds every position of a chunk only
  * after dcr__apply_streams with chunk NULL (see there). */
-DCR_HIDDEN int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size);
+DCR_HIDDEN int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size,
+                                       unsigned minor);
 /* Bytes a bounded decoder for chunk_size-byte chunks touches at most: its planes,
  * its position stream, its positions and a block of joined values (1.375 ·
  * chunk_size + 512 KiB for large chunks; a unit of a memory budget). */
@@ -143,14 +187,14 @@ DCR_HIDDEN void dcr__chunk_decoder_free(dcr__chunk_decoder *dd);
  * planes, *planes (c->count planes' elements when sparse, n when dense). Checks
  * the rules of §9 that need neither the values' meaning nor a chunk. */
 DCR_HIDDEN int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
-                                  const uint8_t *data, size_t length, unsigned esize, size_t n,
+                                  const uint8_t *data, size_t length, int dtype, size_t n,
                                   const uint8_t **planes, dcr_detail *d);
 /* The values' rules of §9 for streams decoded by dcr__chunk_streams and, if
  * `chunk` is not NULL, applies them to chunk's bytes in place. With chunk NULL it
  * leaves every position of a sparse chunk in dd->pos[0..count-1] (for dcr_changes;
  * up to 4 bytes per element); dcr__decode_chunk with chunk NULL checks only. */
 DCR_HIDDEN int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
-                                  const uint8_t *planes, unsigned esize, size_t n,
+                                  const uint8_t *planes, int dtype, size_t n,
                                   uint8_t *chunk, dcr_detail *d);
 /* For a sparse chunk whose streams dcr__chunk_streams decoded: copies `input` to
  * `out` one 4096-byte piece at a time, applies the values that fall in the piece,
@@ -158,7 +202,7 @@ DCR_HIDDEN int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
  * cache. Returns the first rule the values break (R-ENC-2, R-ENC-3); every digest
  * of the input is written even then. */
 DCR_HIDDEN int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
-                                        const uint8_t *planes, unsigned esize, size_t n,
+                                        const uint8_t *planes, int dtype, size_t n,
                                         const uint8_t *input, uint8_t *out,
                                         uint8_t *input_digests, uint8_t *out_digests,
                                         dcr_detail *d);
@@ -166,7 +210,7 @@ DCR_HIDDEN int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk
  * elements and, if `chunk` is not NULL, applies it to chunk's bytes in place.
  * Checks every rule of §9 that the presence or absence of `chunk` allows. */
 DCR_HIDDEN int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c,
-                                 const uint8_t *data, size_t length, unsigned esize, size_t n,
+                                 const uint8_t *data, size_t length, int dtype, size_t n,
                                  uint8_t *chunk, dcr_detail *d);
 
 /* ---- hash.c: tensor hashes and chunk checks over piece digests (§7, §8.2) */

@@ -165,9 +165,9 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
  * (R-ENC-3), then target_check. A chunk whose base bytes already give target_check
  * is not left alone: a changed chunk's base cannot, and a retried apply is
  * recognized as a whole by the target's state id (§10.2). */
-static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, unsigned esize) {
+static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
   int check = p->spec.verify != DCR_VERIFY_NONE, digests = check || !p->spec.changed_only;
-  size_t bytes = s->chunk.bytes, n = bytes / esize;
+  size_t bytes = s->chunk.bytes, n = bytes / dcr_dtype_size(dtype);
   const uint8_t *payload, *planes = NULL;
   int rc = dcr__source_get(&p->spec.r->src, c->offset + DCR__SECTION_HEADER_SIZE,
                            (size_t)c->payload_length, &s->scratch, &s->scratch_capacity, &payload,
@@ -179,11 +179,11 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, unsigned esi
   dcr_detail held_detail;
   dcr__detail_init(&held_detail);
   int held = dcr__chunk_streams(&s->dec, c, payload + DCR__RECORD_SIZE,
-                                (size_t)c->payload_length - DCR__RECORD_SIZE, esize, n, &planes,
+                                (size_t)c->payload_length - DCR__RECORD_SIZE, dtype, n, &planes,
                                 &held_detail);
   int piecewise = !held && dcr__enc_sparse(c->encoding);
   if (piecewise) {
-    held = dcr__apply_sparse_pieces(&s->dec, c, planes, esize, n, s->chunk.input, s->out,
+    held = dcr__apply_sparse_pieces(&s->dec, c, planes, dtype, n, s->chunk.input, s->out,
                                     s->input_pieces, s->out_pieces, &held_detail);
     s->pieces = DCR__PIECES(bytes);
   } else if (digests) {
@@ -196,7 +196,7 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, unsigned esi
                      "bundle's base checksum");
   if (held) return s->detail = held_detail, held;
   if (!piecewise) {
-    if ((rc = dcr__apply_streams(&s->dec, c, planes, esize, n, s->out, &s->detail))) return rc;
+    if ((rc = dcr__apply_streams(&s->dec, c, planes, dtype, n, s->out, &s->detail))) return rc;
     if (digests) dcr__pieces(s->out, bytes, s->out_pieces);
   }
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
@@ -259,7 +259,7 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   if (!rc && hash_input) s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
   if (!rc && c)
     rc = p->spec.as_target ? check_as_target(s, c)
-                           : apply_record(p, s, c, dcr_dtype_size(e->target.dtype));
+                           : apply_record(p, s, c, e->target.dtype);
   if (!rc && p->spec.emit) rc = p->spec.emit(p->spec.ctx, &s->chunk, &s->detail);
   if (rc) {
     dcr__detail_tensor(&s->detail, jb->entry, e->name, e->name_length);
@@ -334,7 +334,7 @@ static int make_slots(dcr__pass *p, size_t count, dcr_detail *d) {
     s->input_pieces = malloc(16 * DCR__PIECES(cs));
     s->out_pieces = malloc(16 * DCR__PIECES(cs));
     if (!s->zeros || !s->out || !s->input_pieces || !s->out_pieces ||
-        dcr__chunk_decoder_init(&s->dec, cs))
+        dcr__chunk_decoder_init(&s->dec, cs, p->spec.r->minor))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
   }
   return DCR_OK;

@@ -40,6 +40,10 @@ static unsigned best_k(const uint32_t *pos, size_t count) {
   return k;
 }
 
+size_t dcr__positions_size(const uint32_t *pos, size_t count) {
+  return 1 + (size_t)((rice_bits(pos, count, best_k(pos, count)) + 7) / 8);
+}
+
 typedef struct {
   uint8_t *p;
   uint64_t acc;

@@ -37,7 +37,6 @@ static void verify_job(void *ctx, size_t i, unsigned worker) {
   slot *s = &v->slots[i % v->slot_count];
   const dcr__chunk *c = &r->chunks[i];
   const dcr__entry *e = &r->man.entries[c->tensor];
-  unsigned esize = dcr_dtype_size(e->target.dtype);
   size_t bytes = chunk_bytes(r, c);
   const uint8_t *p = NULL;
   dcr__detail_init(&s->detail);
@@ -45,7 +44,8 @@ static void verify_job(void *ctx, size_t i, unsigned worker) {
                            (size_t)c->payload_length, &s->buf, &s->cap, &p, &s->detail);
   if (!rc)
     rc = dcr__decode_chunk(&s->dec, c, p + DCR__RECORD_SIZE,
-                           (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize,
+                           (size_t)c->payload_length - DCR__RECORD_SIZE, e->target.dtype,
+                           bytes / dcr_dtype_size(e->target.dtype),
                            NULL, &s->detail);
   if (rc) {
     dcr__detail_at(&s->detail, "CHNK", c->offset);
@@ -76,7 +76,7 @@ static int make_slots(verifier *v, size_t count) {
   v->slots = calloc(count, sizeof *v->slots);
   if (!v->slots) return DCR_E_NOMEM;
   for (size_t i = 0; i < count; i++)
-    if (dcr__chunk_decoder_init(&v->slots[i].dec, largest)) return DCR_E_NOMEM;
+    if (dcr__chunk_decoder_init(&v->slots[i].dec, largest, v->r->minor)) return DCR_E_NOMEM;
   return DCR_OK;
 }
 

@@ -112,6 +112,9 @@ DCR_HIDDEN dcr__entry *dcr__manifest_find(const dcr__manifest *m, const char *na
 /* The minor version a manifest needs (§12): 1 for a set, a resized tensor or a
  * dtype of 1.1; else 0. */
 DCR_HIDDEN unsigned dcr__manifest_minor(const dcr__manifest *m);
+/* Whether some tensor's bytes are coded against base bytes (delta-coded and not
+ * empty, or resized): what DELTA_CLASSED can code (§9.4). */
+DCR_HIDDEN int dcr__manifest_has_base_coded(const dcr__manifest *m);
 
 /* ---- set_table.c: the set table of a set's manifest (§6.6) */
 /* Checks m's prefix as a set table (R-SET-1), then against the entries (R-SET-2),

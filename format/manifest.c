@@ -60,6 +60,14 @@ unsigned dcr__manifest_minor(const dcr__manifest *m) {
   return 0;
 }
 
+int dcr__manifest_has_base_coded(const dcr__manifest *m) {
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    if (e->resized || (dcr__entry_delta_coded(e) && e->target.byte_length)) return 1;
+  }
+  return 0;
+}
+
 void dcr__manifest_free(dcr__manifest *m) {
   free(m->members);
   free(m->entries);

@@ -1,10 +1,10 @@
 /*
- * fuzz_chunk.c - the chunk decoders (SPEC.md §9): XOR and overwrite, dense and
- * sparse, stored and zstd, for every element size.
+ * fuzz_chunk.c - the chunk decoders (SPEC.md §9): XOR, overwrite and delta, dense
+ * and sparse, stored and zstd, and DELTA_CLASSED (§9.4), for every dtype.
  *
  * Input: a 10-byte header, then the encoded data of one chunk:
- *   0: encoding (any value; 1..4 are defined)   1: compression (0, 1, or other)
- *   2: element size, 1 << (byte & 3)            3..6: u32 count
+ *   0: encoding (any value; 1..7 are defined)   1: compression (0, 1, or other)
+ *   2: dtype, 1 + byte % 22 (every dtype of 1.1) 3..6: u32 count
  *   7..8: u16, n = 1 + value % (32768 / esize)  9: seed of the base chunk's bytes
  * The chunk is decoded without a base (as verify does) and applied to a base
  * chunk of exactly n elements (as apply does). After a successful apply exactly
@@ -17,7 +17,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < HEADER || size > FUZZ_MAX_INPUT) return 0;
-  unsigned esize = 1u << (data[2] & 3);
+  int dtype = 1 + data[2] % 22;
+  unsigned esize = dcr_dtype_size(dtype);
   size_t n = 1 + dcr__le16(data + 7) % (32768 / esize), bytes = n * esize;
   dcr__chunk c;
   memset(&c, 0, sizeof c);
@@ -29,15 +30,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t length = size - HEADER;
 
   dcr__chunk_decoder dd;
-  FUZZ_ASSERT(dcr__chunk_decoder_init(&dd, bytes) == DCR_OK);
+  FUZZ_ASSERT(dcr__chunk_decoder_init(&dd, bytes, DCR_FORMAT_MINOR) == DCR_OK);
   dcr_detail d;
-  int verified = dcr__decode_chunk(&dd, &c, enc, length, esize, n, NULL, &d);
+  int verified = dcr__decode_chunk(&dd, &c, enc, length, dtype, n, NULL, &d);
 
   uint8_t *chunk = malloc(bytes), *orig = malloc(bytes);
   FUZZ_ASSERT(chunk && orig);
   for (size_t i = 0; i < bytes; i++) chunk[i] = fuzz_pattern(data[9], i);
   memcpy(orig, chunk, bytes);
-  int applied = dcr__decode_chunk(&dd, &c, enc, length, esize, n, chunk, &d);
+  int applied = dcr__decode_chunk(&dd, &c, enc, length, dtype, n, chunk, &d);
 
   FUZZ_DEBUG("verify: %s, apply: %s %s\n", dcr_error_name(verified), dcr_error_name(applied),
              applied ? d.message : "");

@@ -81,7 +81,7 @@ static void cut(const char *name, const fuzz_buf *b, int for_apply, int for_inde
     unsigned esize = dcr_dtype_size(e->target.dtype);
     uint64_t left = e->target.byte_length - (uint64_t)c->chunk * r->man.chunk_size;
     size_t n = (left < r->man.chunk_size ? (size_t)left : r->man.chunk_size) / esize;
-    uint8_t h[10] = {c->encoding, c->compression, (uint8_t)(esize == 1 ? 0 : esize == 2 ? 1 : esize == 4 ? 2 : 3)};
+    uint8_t h[10] = {c->encoding, c->compression, (uint8_t)(e->target.dtype - 1)};
     dcr__put32(h + 3, c->count);
     dcr__put16(h + 7, (uint16_t)(n - 1));
     h[9] = (uint8_t)i;
@@ -594,6 +594,19 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < 1100; i += 50)
     dcr__put32(t.p + data + 5000 + 4 * i, dcr__le32(t.p + data + 5000 + 4 * i) - 1);
   make("ulp", &base, &t, 0, 4096, 3, NULL, 0, 1, 0);
+
+  /* DELTA_CLASSED (1.2): "a" given two exponents, the smaller changing ten times
+   * as often, as an optimizer's steps do (SPEC.md §9.4) */
+  fuzz_buf cb = {0};
+  fuzz_put(&cb, base.p, base.n);
+  for (size_t i = 0; i < 2500; i++) cb.p[data + 2 * i + 1] = (uint8_t)(0x3c + (i % 3 == 0));
+  t.n = 0;
+  fuzz_put(&t, cb.p, cb.n);
+  for (size_t i = 0; i < 2500; i++)
+    if ((i % 7 == 0 && i % 3) || i % 97 == 0)
+      dcr__put16(t.p + data + 2 * i, (uint16_t)(dcr__le16(t.p + data + 2 * i) + (i % 2 ? 1 : 0xFFFF)));
+  make("classed", &cb, &t, 0, 4096, 3, NULL, 0, 1, 0);
+  fuzz_buf_free(&cb);
   make("ulp-stored", &base, &t, 0, 4096, 0, NULL, 0, 0, 0);
 
   /* raw: a few bytes, then a longer target */

@@ -45,7 +45,7 @@ extern "C" {
 #define DCR_ABI_VERSION 1
 
 #define DCR_FORMAT_MAJOR 1
-#define DCR_FORMAT_MINOR 1
+#define DCR_FORMAT_MINOR 2
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #define DCR_API __attribute__((visibility("default")))
@@ -162,9 +162,10 @@ typedef enum {
   DCR_ENC_OVERWRITE_DENSE = 3,
   DCR_ENC_OVERWRITE_SPARSE = 4,
   DCR_ENC_DELTA_DENSE = 5,
-  DCR_ENC_DELTA_SPARSE = 6
+  DCR_ENC_DELTA_SPARSE = 6,
+  DCR_ENC_DELTA_CLASSED = 7 /* format 1.2: needs the base to find its positions */
 } dcr_encoding;
-#define DCR_ENC_COUNT 7 /* one past the highest id */
+#define DCR_ENC_COUNT 8 /* one past the highest id */
 
 typedef enum { DCR_COMP_NONE = 0, DCR_COMP_ZSTD = 1 } dcr_compression;
 
@@ -227,11 +228,12 @@ typedef struct {
   uint64_t changed_elements;  /* elements whose bits differ (zero base for new) */
   uint64_t chunks;            /* chunks examined */
   uint64_t changed_chunks;    /* chunks carried in the bundle */
-  uint64_t chunks_by_encoding[DCR_ENC_COUNT];
+  uint64_t chunks_by_encoding[7]; /* by id, 1..6; chunks_delta_classed for 7 */
   uint64_t tensors_added, tensors_removed, tensors_recoded;
   uint64_t tensors_resized;   /* coded against their base's common prefix (1.1) */
   uint64_t format_minor;      /* the bundle's format version is 1.format_minor */
-  uint64_t reserved_[6];
+  uint64_t chunks_delta_classed; /* chunks coded DELTA_CLASSED (1.2) */
+  uint64_t reserved_[5];
 } dcr_encode_stats;
 
 /* Encodes base → target into the sink. Reads each input once, in chunks; memory

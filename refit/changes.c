@@ -22,7 +22,7 @@ int dcr_changes_open(dcr_changes **out, dcr_reader *r, dcr_detail *d) {
   if (!r) return dcr__fail(d, DCR_E_ARGUMENT, "no reader");
   dcr_changes *it = calloc(1, sizeof *it);
   size_t cs = dcr__max_chunk_bytes(&r->man);
-  if (!it || !(it->values = malloc(cs)) || dcr__chunk_decoder_init(&it->dec, cs)) {
+  if (!it || !(it->values = malloc(cs)) || dcr__chunk_decoder_init(&it->dec, cs, r->minor)) {
     if (it) free(it->values);
     free(it);
     return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a decoder");
@@ -55,8 +55,14 @@ int dcr_changes_next(dcr_changes *it, const dcr_change **out, dcr_detail *d) {
                            &payload, d);
   const uint8_t *data = payload + DCR__RECORD_SIZE;
   size_t length = (size_t)c->payload_length - DCR__RECORD_SIZE;
-  if (!rc) rc = dcr__chunk_streams(&it->dec, c, data, length, esize, n, &planes, d);
-  if (!rc) rc = dcr__apply_streams(&it->dec, c, planes, esize, n, NULL, d);
+  /* A DELTA_CLASSED chunk names its changes by rank among base elements of a
+   * class: without the base there are no positions to hand out. */
+  if (!rc && c->encoding == DCR_ENC_DELTA_CLASSED)
+    rc = dcr__fail(d, DCR_E_ARGUMENT, "chunk is DELTA_CLASSED (format 1.2), whose positions "
+                   "depend on the base: apply it with the library (dcr_patch_memory), or "
+                   "encode the bundle with format 1.1 for callers that scatter changes");
+  if (!rc) rc = dcr__chunk_streams(&it->dec, c, data, length, e->target.dtype, n, &planes, d);
+  if (!rc) rc = dcr__apply_streams(&it->dec, c, planes, e->target.dtype, n, NULL, d);
   if (rc) {
     dcr__detail_at(d, "CHNK", c->offset);
     dcr__detail_tensor(d, c->tensor, e->name, e->name_length);

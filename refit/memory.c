@@ -103,7 +103,6 @@ static void patch_job(void *ctx, size_t k, unsigned worker) {
   const dcr__chunk *c = &r->chunks[k];
   const dcr__entry *e = &r->man.entries[c->tensor];
   size_t slot = k % pt->window, bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
-  unsigned esize = dcr_dtype_size(e->target.dtype);
   uint8_t *chunk = (uint8_t *)pt->buf[c->tensor].data + (uint64_t)c->chunk * r->man.chunk_size;
   const uint8_t *payload;
   dcr_detail *d = &pt->detail[slot];
@@ -113,8 +112,8 @@ static void patch_job(void *ctx, size_t k, unsigned worker) {
                            &pt->scratch_capacity[worker], &payload, d);
   if (!rc)
     rc = dcr__decode_chunk(&pt->dec[worker], c, payload + DCR__RECORD_SIZE,
-                           (size_t)c->payload_length - DCR__RECORD_SIZE, esize, bytes / esize,
-                           chunk, d);
+                           (size_t)c->payload_length - DCR__RECORD_SIZE, e->target.dtype,
+                           bytes / dcr_dtype_size(e->target.dtype), chunk, d);
   if (rc) {
     dcr__detail_at(d, "CHNK", c->offset);
     dcr__detail_tensor(d, c->tensor, e->name, e->name_length);
@@ -163,7 +162,7 @@ static int patch(patcher *pt, dcr_detail *d) {
     rc = pt->dec && pt->scratch && pt->scratch_capacity && pt->rc && pt->detail ? DCR_OK
                                                                                 : DCR_E_NOMEM;
     for (unsigned w = 0; !rc && w < threads; w++)
-      if (dcr__chunk_decoder_init(&pt->dec[w], cs)) rc = DCR_E_NOMEM;
+      if (dcr__chunk_decoder_init(&pt->dec[w], cs, r->minor)) rc = DCR_E_NOMEM;
   }
   if (rc) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate decoders");
   else /* not cancellable: once the first chunk is written, the rest must follow */

@@ -47,7 +47,8 @@ CODES = ["DCR_OK", "DCR_E_IO", "DCR_E_NOMEM", "DCR_E_ARGUMENT", "DCR_E_TRUNCATED
          "DCR_E_ENCODING", "DCR_E_POSITION", "DCR_E_DECOMPRESS",
          "DCR_E_BASE_MISMATCH", "DCR_E_TARGET_MISMATCH", "DCR_E_CHECKPOINT",
          "DCR_E_INTERRUPTED"]
-ENCODINGS = {"XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE", "DELTA_SPARSE"}
+ENCODINGS = {"XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE", "DELTA_SPARSE",
+             "DELTA_CLASSED"}
 CRITICAL = {"MANI": True, "RSIZ": True, "META": False, "CHNK": True, "IDEN": True, "INDX": True,
             "SIGN": False, "FOOT": True}
 
@@ -140,9 +141,15 @@ def cmd_inspect(a):
     expect(isinstance(j, dict), "inspect --json: not an object")
     missing = keys - set(j)
     expect(not missing, "inspect --json: missing keys %s" % sorted(missing))
-    resized = any(t.get("status") == "resized" for t in j.get("tensors", []))
-    expect(j["format_version"] == ("1.1" if resized else "1.0"),
-           "format_version %r (resized tensors: %r)" % (j["format_version"], resized))
+    # §12: 1.2 when a tensor is coded against base bytes (DELTA_CLASSED may be used),
+    # else 1.1 for resized tensors, else 1.0
+    tensors = j.get("tensors", [])
+    resized = any(t.get("status") == "resized" for t in tensors)
+    base_coded = resized or any(t.get("status") in ("changed", "unchanged", "reshaped") and
+                                t["target"]["byte_length"] > 0 for t in tensors)
+    want = "1.2" if base_coded else "1.1" if resized else "1.0"
+    expect(j["format_version"] == want, "format_version %r, expected %r (resized tensors: %r)"
+           % (j["format_version"], want, resized))
     expect(j["bundle_size"] == size, "bundle_size %r, file is %d" % (j["bundle_size"], size))
     expect(j["kind"] == a.kind, "kind %r, expected %r" % (j["kind"], a.kind))
     expect(j["chunk_size"] == a.chunk_size, "chunk_size %r, expected %d"

@@ -10,7 +10,8 @@
   there exists.
 
 usage: tests/spec_lint.py [SPEC.md] [INDEX.json...]   (default testvectors/index.json;
-       the indexes of companion formats, e.g. testvectors/journal-v1/index.json, count too)
+       the indexes of later minor versions, e.g. testvectors/v1.2/index.json, and of
+       companion formats, e.g. testvectors/journal-v1/index.json, count too)
 Prints one line per problem and a summary; exits 1 on any problem.
 """
 import json

@@ -154,15 +154,23 @@ static dcr__chunk record(int encoding, int compression, uint32_t count) {
   return c;
 }
 
+/* A dtype of each element size, for the chunk coders, which take dtypes: floats
+ * but the first, so that DELTA_CLASSED (§9.4) sees exponent classes. */
+static int dtype_of(unsigned esize) {
+  return esize == 1 ? dcr_dtype_from_name("U8", 2)
+         : esize == 2 ? dcr_dtype_from_name("BF16", 4)
+         : esize == 4 ? dcr_dtype_from_name("F32", 3) : dcr_dtype_from_name("F64", 3);
+}
+
 /* Decodes with a fresh decoder sized for chunk_size; checks that the detail
  * agrees with the code returned. */
 static int decode_with(size_t chunk_size, const dcr__chunk *c, const uint8_t *data,
                        size_t length, unsigned esize, size_t n, uint8_t *chunk) {
   dcr__chunk_decoder dd;
-  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size), DCR_OK);
+  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size, DCR_FORMAT_MINOR), DCR_OK);
   dcr_detail d;
   dcr__detail_init(&d);
-  int rc = dcr__decode_chunk(&dd, c, data, length, esize, n, chunk, &d);
+  int rc = dcr__decode_chunk(&dd, c, data, length, dtype_of(esize), n, chunk, &d);
   if (rc) {
     assert_int_equal(d.code, rc);
     assert_true(d.message[0] != '\0');
@@ -495,7 +503,7 @@ static int encode_decode(dcr__chunk_encoder *ce, dcr__chunk_decoder *dd, const u
                          const uint8_t *target, size_t bytes, unsigned esize) {
   size_t n = bytes / esize;
   dcr__encoded out;
-  assert_int_equal(dcr__encode_chunk(ce, base, target, bytes, esize, &out), DCR_OK);
+  assert_int_equal(dcr__encode_chunk(ce, base, target, bytes, dtype_of(esize), &out), DCR_OK);
   assert_int_equal(out.count, dcr__count_changed(base, target, n, esize));
   if (!out.count) return 0;
   assert_in_range(out.encoding, DCR_ENC_XOR_DENSE, DCR_ENC_COUNT - 1);
@@ -506,14 +514,14 @@ static int encode_decode(dcr__chunk_encoder *ce, dcr__chunk_decoder *dd, const u
   dcr__chunk c = record(out.encoding, out.compression, out.count);
   dcr_detail d;
   dcr__detail_init(&d);
-  assert_int_equal(dcr__decode_chunk(dd, &c, copy, out.length, esize, n, NULL, &d), DCR_OK);
+  assert_int_equal(dcr__decode_chunk(dd, &c, copy, out.length, dtype_of(esize), n, NULL, &d), DCR_OK);
   uint8_t *work = xmalloc(bytes);
   memcpy(work, base, bytes);
-  assert_int_equal(dcr__decode_chunk(dd, &c, copy, out.length, esize, n, work, &d), DCR_OK);
+  assert_int_equal(dcr__decode_chunk(dd, &c, copy, out.length, dtype_of(esize), n, work, &d), DCR_OK);
   assert_memory_equal(work, target, bytes);
   /* determinism: the same input gives the same bytes */
   dcr__encoded again;
-  assert_int_equal(dcr__encode_chunk(ce, base, target, bytes, esize, &again), DCR_OK);
+  assert_int_equal(dcr__encode_chunk(ce, base, target, bytes, dtype_of(esize), &again), DCR_OK);
   assert_int_equal(again.encoding, out.encoding);
   assert_int_equal(again.compression, out.compression);
   assert_int_equal(again.count, out.count);
@@ -524,14 +532,14 @@ static int encode_decode(dcr__chunk_encoder *ce, dcr__chunk_decoder *dd, const u
   return out.encoding;
 }
 
-static void run_rates(int level) {
+static void run_rates(int level, int classed) {
   const size_t chunk_size = 4096;
   dcr__chunk_encoder ce;
   dcr__chunk_decoder dd;
-  assert_int_equal(dcr__chunk_encoder_init(&ce, chunk_size, level), DCR_OK);
-  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size), DCR_OK);
+  assert_int_equal(dcr__chunk_encoder_init(&ce, chunk_size, level, classed), DCR_OK);
+  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size, DCR_FORMAT_MINOR), DCR_OK);
   uint8_t *base = xmalloc(chunk_size), *target = xmalloc(chunk_size);
-  rng_seed(6 + (uint64_t)level);
+  rng_seed(6 + (uint64_t)level + 10 * (uint64_t)classed);
   for (size_t e = 0; e < 4; e++) {
     unsigned esize = esizes[e];
     /* a full chunk, and a short last chunk with an odd element count */
@@ -546,8 +554,9 @@ static void run_rates(int level) {
         int enc = encode_decode(&ce, &dd, base, target, bytes, esize);
         if (changes[r] == 0) assert_int_equal(enc, 0);
         /* 1 element and 1%: sparse; 100%: dense (§9.1) */
-        if (r == 1 || r == 2) assert_true(enc % 2 == 0); /* even ids are sparse */
-        if (r == 5) assert_true(enc % 2 == 1);
+        if (r == 1 || r == 2) assert_true(dcr__enc_sparse(enc));
+        if (r == 5) assert_false(dcr__enc_sparse(enc));
+        if (!classed) assert_true(enc != DCR_ENC_DELTA_CLASSED);
       }
     }
   }
@@ -559,12 +568,14 @@ static void run_rates(int level) {
 
 static void test_enc_round_trip_all_rates_level0(void **state) {
   (void)state;
-  run_rates(0);
+  run_rates(0, 0);
+  run_rates(0, 1);
 }
 
 static void test_enc_round_trip_all_rates_level3(void **state) {
   (void)state;
-  run_rates(3);
+  run_rates(3, 0);
+  run_rates(3, 1);
 }
 
 static void test_enc_ties_prefer_lowest_id_and_no_compression(void **state) {
@@ -572,13 +583,13 @@ static void test_enc_ties_prefer_lowest_id_and_no_compression(void **state) {
   /* every element changed, stored: XOR_DENSE and OVERWRITE_DENSE are the same size,
    * so the lower id wins (§9.3) */
   dcr__chunk_encoder ce;
-  assert_int_equal(dcr__chunk_encoder_init(&ce, 4096, 0), DCR_OK);
+  assert_int_equal(dcr__chunk_encoder_init(&ce, 4096, 0, 0), DCR_OK);
   uint8_t base[4096], target[4096];
   rng_seed(7);
   fill_random(base, sizeof base);
   make_changes(base, target, 2048, 2, 2048);
   dcr__encoded out;
-  assert_int_equal(dcr__encode_chunk(&ce, base, target, sizeof base, 2, &out), DCR_OK);
+  assert_int_equal(dcr__encode_chunk(&ce, base, target, sizeof base, dtype_of(2), &out), DCR_OK);
   assert_int_equal(out.encoding, DCR_ENC_XOR_DENSE);
   assert_int_equal(out.compression, DCR_COMP_NONE);
   assert_int_equal(out.length, sizeof base);
@@ -598,7 +609,7 @@ static void test_enc_forced_encodings_decode(void **state) {
     const size_t changed[] = {0, 5, 17, 150, 299, 300};
     for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++)
       change_element(target, changed[i], esize);
-    for (int enc = DCR_ENC_XOR_DENSE; enc < DCR_ENC_COUNT; enc++)
+    for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_DELTA_SPARSE; enc++)
       for (int comp = DCR_COMP_NONE; comp <= DCR_COMP_ZSTD; comp++) {
         uint32_t count;
         size_t length = build_encoded(enc, comp, base, target, n, esize, data, &count);
@@ -662,7 +673,7 @@ static void test_enc4_trailing_byte_after_last_stream_is_rejected(void **state) 
   (void)state;
   fixture f;
   fixture_init(&f);
-  for (int enc = DCR_ENC_XOR_DENSE; enc < DCR_ENC_COUNT; enc++)
+  for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_DELTA_SPARSE; enc++)
     for (int comp = 0; comp <= 1; comp++) {
       uint32_t count;
       size_t length = build_encoded(enc, comp, f.base, f.target, FX_N, FX_E, f.data, &count);
@@ -853,7 +864,7 @@ static void test_cmp3_garbage_instead_of_frame_is_rejected(void **state) {
   fixture f;
   fixture_init(&f);
   rng_seed(10);
-  for (int enc = DCR_ENC_XOR_DENSE; enc < DCR_ENC_COUNT; enc++) {
+  for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_DELTA_SPARSE; enc++) {
     fill_random(f.data, 300);
     dcr__chunk c = record(enc, DCR_COMP_ZSTD, 4);
     assert_int_equal(decode(&c, f.data, 300, FX_E, FX_N, NULL), DCR_E_DECOMPRESS);
@@ -892,7 +903,7 @@ static void test_enc_stored_stream_too_short_is_rejected(void **state) {
   (void)state;
   fixture f;
   fixture_init(&f);
-  for (int enc = DCR_ENC_XOR_DENSE; enc < DCR_ENC_COUNT; enc++) {
+  for (int enc = DCR_ENC_XOR_DENSE; enc <= DCR_ENC_DELTA_SPARSE; enc++) {
     uint32_t count;
     size_t length = build_encoded(enc, DCR_COMP_NONE, f.base, f.target, FX_N, FX_E, f.data, &count);
     dcr__chunk c = record(enc, DCR_COMP_NONE, count);
@@ -925,7 +936,7 @@ static void test_cmp3_sparse_count_above_n_fails_without_overrun(void **state) {
   dcr__chunk c = record(DCR_ENC_XOR_SPARSE, DCR_COMP_ZSTD, count);
 
   dcr__chunk_decoder dd;
-  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size), DCR_OK);
+  assert_int_equal(dcr__chunk_decoder_init(&dd, chunk_size, DCR_FORMAT_MINOR), DCR_OK);
   const size_t room = DCR__POSITIONS_BOUND(chunk_size), guard = 64;
   uint8_t *own = dd.pos_stream, *guarded = xmalloc(room + guard);
   memset(guarded, 0xCD, room + guard);

@@ -1210,6 +1210,91 @@ static void test_inplace_none_rerun_after_recovery_is_target(void **state) {
   free(j);
 }
 
+/* ---- DELTA_CLASSED (§9.4, format 1.2) -------------------------------------- */
+
+/* A step as an optimizer makes it, on weights whose exponents vary (a.weight of the
+ * base is too uniform for that): small values move often, large ones rarely, so
+ * DELTA_CLASSED codes the chunks. Every way to apply it gives the target; the
+ * accelerator iterator refuses it (its positions need the base) but takes the
+ * same step encoded as format 1.1. */
+static void test_classed_chunks_apply_everywhere(void **state) {
+  (void)state;
+  char pb[320], pt[320], bundle[320], b11[320];
+  snprintf(pb, sizeof pb, "%s/cls-base.safetensors", dir);
+  snprintf(pt, sizeof pt, "%s/cls-target.safetensors", dir);
+  snprintf(bundle, sizeof bundle, "%s/cls.dcr", dir);
+  snprintf(b11, sizeof b11, "%s/cls11.dcr", dir);
+  model mb = {.step = "0001"}, mt;
+  rng_state = 91;
+  add_tensor(&mb, "w", "BF16", 2, 4 * CHUNK);
+  tensor *w = &mb.t[0];
+  for (size_t i = 0; i < w->n; i++) /* exponents 0x78..0x7b: magnitudes 2^-7..2^-4 */
+    w->data[2 * i + 1] = (uint8_t)(0x3c + (rng() >> 63)), w->data[2 * i] |= 0x80 & (uint8_t)rng();
+  mt = model_copy(&mb);
+  for (size_t i = 0; i < w->n; i++) {
+    unsigned exponent = (unsigned)(w->data[2 * i + 1] & 0x7f) << 1 | w->data[2 * i] >> 7;
+    if ((rng() >> 56) < (exponent < 0x7a ? 32u : 2u)) bump16(mt.t[0].data + 2 * i, (rng() & 1) ? 1 : -1);
+  }
+  write_model(pb, &mb), write_model(pt, &mt);
+  encode(pb, pt, bundle);
+  dcr_encode_options o;
+  dcr_encode_options_default(&o);
+  o.chunk_size = CHUNK;
+  o.max_minor = 1;
+  dcr_detail d;
+  assert_int_equal(dcr_encode_file(pb, pt, b11, &o, NULL, &d), DCR_OK);
+
+  dcr_reader *r = open_bundle(bundle);
+  dcr_bundle_info info;
+  dcr_reader_info(r, &info);
+  assert_int_equal(info.format_minor, 2);
+  size_t classed = 0;
+  for (uint64_t k = 0; k < info.chunk_count; k++) {
+    dcr_chunk_info c;
+    dcr_reader_chunk(r, k, &c);
+    classed += c.encoding == DCR_ENC_DELTA_CLASSED;
+  }
+  assert_true(classed >= 2);
+  assert_int_equal(dcr_reader_verify(r, &d), DCR_OK);
+  buffers target = load_buffers(pt);
+  for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++)
+    for (unsigned threads = 1; threads <= 3; threads += 2) {
+      buffers held = load_buffers(pb), out;
+      int rc = memory_apply(r, &held, level, threads, NULL, &out, &d);
+      if (rc) fail_msg("%s: %s: %s", level_name(level), dcr_error_name(rc), d.message);
+      assert_true(buffers_equal(&out, &target));
+      buffers_free(&out);
+      buffers_free(&held);
+    }
+  copy_file(pb, p_work);
+  assert_int_equal(patch_file(r, DCR_VERIFY_FULL, 0, NULL, NULL, &d), DCR_OK);
+  assert_true(same_file(p_work, pt));
+
+  dcr_changes *it;
+  const dcr_change *c;
+  assert_int_equal(dcr_changes_open(&it, r, NULL), DCR_OK);
+  int rc = DCR_OK;
+  while (!(rc = dcr_changes_next(it, &c, &d)) && c) continue;
+  assert_int_equal(rc, DCR_E_ARGUMENT);
+  assert_non_null(strstr(d.message, "DELTA_CLASSED"));
+  dcr_changes_free(it);
+  dcr_reader_free(r);
+
+  r = open_bundle(b11);
+  dcr_reader_info(r, &info);
+  assert_int_equal(info.format_minor, 0);
+  assert_int_equal(dcr_changes_open(&it, r, NULL), DCR_OK);
+  size_t n = 0;
+  while (!(rc = dcr_changes_next(it, &c, &d)) && c) assert_int_not_equal(c->op, 3), n++;
+  assert_int_equal(rc, DCR_OK);
+  assert_int_equal(n, info.chunk_count);
+  dcr_changes_free(it);
+  dcr_reader_free(r);
+  buffers_free(&target);
+  model_free(&mb), model_free(&mt);
+  unlink(pb), unlink(pt), unlink(bundle), unlink(b11), unlink(p_work);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_apply_every_level_gives_target),
@@ -1221,6 +1306,7 @@ int main(void) {
       cmocka_unit_test(test_memory_removed_tensor_null_or_checked),
       cmocka_unit_test(test_memory_cancel_leaves_base_or_target),
       cmocka_unit_test(test_changes_iterator_rebuilds_target),
+      cmocka_unit_test(test_classed_chunks_apply_everywhere),
       cmocka_unit_test(test_inplace_every_level_gives_target_file),
       cmocka_unit_test(test_inplace_twice_is_noop),
       cmocka_unit_test(test_inplace_layout_change_is_argument),

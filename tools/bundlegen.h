@@ -4,13 +4,14 @@
  * those of 1.1, testvectors/v1.1/): checkpoints, manifests and identities, chunk
  * encodings, zstd frames (by libzstd and by hand), sections and bundles, each
  * built from the bytes up with xxHash and zstd only, not with libdcr; and the
- * index of the vectors, their files and their repaired variants.
+ * index of the vectors, their files and their repaired variants. tools/mkvectors12.c
+ * (testvectors/v1.2/) adds DELTA_CLASSED, with a range encoder of its own here.
  *
  * Included once, after vecgen.h, with ZLEVEL defined (the zstd level of the valid
  * vectors' frames). The vectors are frozen (SPEC.md R-VER-2, R-VER-3): a change
- * here (as the 1.1 additions: dtypes 16 to 22, the views of sets, RSIZ) must leave
- * every byte that mkvectors.c and mkvectors11.c write as it was; `make
- * vectors-check` proves it.
+ * here (as the 1.1 additions: dtypes 16 to 22, the views of sets, RSIZ; and 1.2's
+ * DELTA_CLASSED) must leave every byte that mkvectors.c and mkvectors11.c write as
+ * it was; `make vectors-check` proves it.
  */
 #ifndef DCR_BUNDLEGEN_H
 #define DCR_BUNDLEGEN_H
@@ -625,6 +626,242 @@ static void join_streams(buf *out, streams *s, int comp) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* DELTA_CLASSED (SPEC.md §9.4, format 1.2)                                  */
+
+/* Not in enc_name: ENC_LAST bounds loops of the frozen generators. */
+#define DELTA_CLASSED 7
+#define CLASSES_MAX 2048 /* F64's 11-bit exponent */
+
+/* §9.4's table: an element's class is (u >> *shift) & (2^width - 1); width 0 (one
+ * class) for the dtypes without a class field. */
+static unsigned class_width(int dtype, unsigned *shift) {
+  static const struct {
+    int dtype;
+    unsigned shift, width;
+  } field[] = {{F8_E5M2, 2, 5}, {F8_E5M2FNUZ, 2, 5}, {F8_E4M3, 3, 4}, {F8_E4M3FNUZ, 3, 4},
+               {F16, 10, 5},    {BF16, 7, 8},        {F32, 23, 8},    {F64, 52, 11},
+               {C64, 23, 8},    {F8_E8M0, 0, 8}};
+  *shift = 0;
+  for (size_t i = 0; i < sizeof field / sizeof *field; i++)
+    if (field[i].dtype == dtype) {
+      *shift = field[i].shift;
+      return field[i].width;
+    }
+  return 0;
+}
+
+/* An e-byte element as the unsigned little-endian integer of §9. */
+static uint64_t elem_le(const uint8_t *p, unsigned e) {
+  uint64_t u = 0;
+  for (unsigned i = 0; i < e; i++) u |= (uint64_t)p[i] << (8 * i);
+  return u;
+}
+
+static uint64_t class_of(const uint8_t *p, int dtype) {
+  unsigned shift, width = class_width(dtype, &shift);
+  return (elem_le(p, dt_size[dtype]) >> shift) & (((uint64_t)1 << width) - 1);
+}
+
+/* LZMA's range encoder, whose decoder §9.4 defines. low keeps a 33rd bit for a
+ * carry; a byte that leaves low is held back (cache), with the 0xFF bytes after
+ * it (cache_size counts them all), until no carry can reach it. It starts with
+ * the byte 0 held, which is why a stream's first byte is 0. */
+typedef struct {
+  uint64_t low;
+  uint32_t range;
+  uint8_t cache;
+  uint64_t cache_size;
+  buf *out;
+} rc_enc;
+
+static void rc_start(rc_enc *rc, buf *out) { *rc = (rc_enc){0, 0xFFFFFFFFu, 0, 1, out}; }
+
+static void rc_shift_low(rc_enc *rc) {
+  if ((uint32_t)rc->low < 0xFF000000u || rc->low >> 32) {
+    uint8_t carry = (uint8_t)(rc->low >> 32), held = rc->cache;
+    for (; rc->cache_size; rc->cache_size--, held = 0xFF) bu8(rc->out, (uint8_t)(held + carry));
+    rc->cache = (uint8_t)(rc->low >> 24);
+  }
+  rc->cache_size++;
+  rc->low = (rc->low & 0x00FFFFFFu) << 8;
+}
+
+static void rc_normalize(rc_enc *rc) {
+  for (; rc->range < (1u << 24); rc->range <<= 8) rc_shift_low(rc);
+}
+
+/* A bit with probability *p (of a 0, in 2048ths), which then moves 1/32 of the
+ * way toward the bit. */
+static void rc_bit(rc_enc *rc, uint16_t *p, unsigned bit) {
+  uint32_t bound = (rc->range >> 11) * *p;
+  if (bit) {
+    rc->low += bound;
+    rc->range -= bound;
+    *p = (uint16_t)(*p - (*p >> 5));
+  } else {
+    rc->range = bound;
+    *p = (uint16_t)(*p + ((2048 - *p) >> 5));
+  }
+  rc_normalize(rc);
+}
+
+static void rc_direct(rc_enc *rc, unsigned bit) {
+  rc->range >>= 1;
+  if (bit) rc->low += rc->range;
+  rc_normalize(rc);
+}
+
+/* LZMA's flush: five shifts, after which the decoder has read every byte and its
+ * code is 0. */
+static void rc_flush(rc_enc *rc) {
+  for (int i = 0; i < 5; i++) rc_shift_low(rc);
+}
+
+/* A change of a DELTA_CLASSED chunk: its rank in its class and its value as the
+ * sign and M of §9.4 (z = 2M - 1 if neg, else 2M), so that a value of 2^B or more
+ * can be written too. */
+typedef struct {
+  uint64_t rank, M;
+  unsigned neg;
+} cchange;
+
+/* A record of the class table: its class and its changes (cchange), by rank. */
+typedef struct {
+  uint32_t cls;
+  buf ch;
+} crec;
+
+/* What a chunk's DELTA_CLASSED data codes, record by record in table order; one
+ * record more than a dtype has classes, for vectors that list one too many. */
+typedef struct {
+  unsigned bits; /* B */
+  size_t m;
+  crec r[CLASSES_MAX + 1];
+} cplan;
+
+static size_t crec_k(const crec *r) { return r->ch.n / sizeof(cchange); }
+static cchange *crec_at(const crec *r, size_t j) { return (cchange *)(void *)r->ch.p + j; }
+
+/* The plan of n elements from base to tgt: each changed element's rank among the
+ * base elements of its class before it, and its delta value (§9). */
+static cplan *cplan_make(const uint8_t *base, const uint8_t *tgt, size_t n, int dtype) {
+  unsigned e = dt_size[dtype], shift, width = class_width(dtype, &shift);
+  size_t classes = (size_t)1 << width;
+  cplan *P = xmalloc(sizeof *P);
+  crec *by = xmalloc(classes * sizeof *by);
+  uint64_t *seen = xmalloc(classes * sizeof *seen);
+  P->bits = 8 * e;
+  for (size_t i = 0; i < n; i++) {
+    size_t c = (size_t)class_of(base + i * e, dtype);
+    if (memcmp(base + i * e, tgt + i * e, e)) {
+      uint8_t zb[8];
+      delta_value(base + i * e, tgt + i * e, e, zb);
+      uint64_t z = elem_le(zb, e);
+      cchange x = {seen[c], z & 1 ? (z >> 1) + 1 : z >> 1, (unsigned)(z & 1)};
+      bput(&by[c].ch, &x, sizeof x);
+    }
+    seen[c]++;
+  }
+  for (size_t c = 0; c < classes; c++)
+    if (by[c].ch.n) {
+      by[c].cls = (uint32_t)c;
+      P->r[P->m++] = by[c];
+    }
+  free(by);
+  free(seen);
+  return P;
+}
+
+static size_t cplan_count(const cplan *P) {
+  size_t count = 0;
+  for (size_t j = 0; j < P->m; j++) count += crec_k(&P->r[j]);
+  return count;
+}
+
+static void cplan_free(cplan *P) {
+  for (size_t j = 0; j < P->m; j++) bfree(&P->r[j].ch);
+  free(P);
+}
+
+/* A record's rank stream: a position stream (§9.1) of its ranks with Rice
+ * parameter k, or with the canonical one if k < 0. */
+static void rank_stream(buf *out, const crec *r, int k) {
+  size_t n = crec_k(r);
+  uint64_t *g = xmalloc(n * sizeof *g);
+  for (size_t j = 0; j < n; j++)
+    g[j] = crec_at(r, j)->rank - (j ? crec_at(r, j - 1)->rank + 1 : 0);
+  rice(out, k < 0 ? rice_k(g, n) : (unsigned)k, g, n);
+  free(g);
+}
+
+/* One value (§9.4): neg with s; L = floor(log2 M) as L one-bits with l0, l1, ...
+ * and a closing zero-bit unless L = B - 1; then the L bits of M under its leading
+ * one, most significant first, as direct bits. */
+static void rc_value(rc_enc *rc, uint16_t *ctx, unsigned bits, const cchange *x) {
+  unsigned L = 63u - (unsigned)__builtin_clzll(x->M);
+  if (L > bits - 1) die("a value of %u bits in a %u-bit element", L + 1, bits);
+  rc_bit(rc, &ctx[0], x->neg);
+  for (unsigned i = 0; i < L; i++) rc_bit(rc, &ctx[1 + i], 1);
+  if (L < bits - 1) rc_bit(rc, &ctx[1 + L], 0);
+  while (L--) rc_direct(rc, (unsigned)(x->M >> L) & 1);
+}
+
+/* The value stream: every record's values in turn, each record's contexts (s and
+ * l0 .. l(B-2)) starting at 1/2. */
+static void value_stream(buf *out, const cplan *P) {
+  rc_enc rc;
+  rc_start(&rc, out);
+  for (size_t j = 0; j < P->m; j++) {
+    uint16_t ctx[64];
+    for (size_t i = 0; i < 64; i++) ctx[i] = 1024;
+    for (size_t i = 0; i < crec_k(&P->r[j]); i++) rc_value(&rc, ctx, P->bits, crec_at(&P->r[j], i));
+  }
+  rc_flush(&rc);
+}
+
+/* A plan's data as its three parts, which a vector may change one by one: the
+ * class table, the rank stream of each record, the value stream. */
+typedef struct {
+  buf table, values;
+  size_t m;
+  buf rank[CLASSES_MAX + 1];
+} cparts;
+
+static cparts *cparts_make(const cplan *P) {
+  cparts *X = xmalloc(sizeof *X);
+  X->m = P->m;
+  bu16(&X->table, P->m);
+  for (size_t j = 0; j < P->m; j++) {
+    bu16(&X->table, P->r[j].cls);
+    bu32(&X->table, crec_k(&P->r[j]));
+    rank_stream(&X->rank[j], &P->r[j], -1);
+  }
+  value_stream(&X->values, P);
+  return X;
+}
+
+/* The data: the parts back to back; frees X. */
+static void cparts_join(buf *out, cparts *X) {
+  out->n = 0;
+  bput(out, X->table.p, X->table.n);
+  for (size_t j = 0; j < X->m; j++) bput(out, X->rank[j].p, X->rank[j].n), bfree(&X->rank[j]);
+  bput(out, X->values.p, X->values.n);
+  bfree(&X->table);
+  bfree(&X->values);
+  free(X);
+}
+
+/* The DELTA_CLASSED data of n elements of `dtype`; returns their count. */
+static uint32_t classed_data(buf *out, const uint8_t *base, const uint8_t *tgt, size_t n,
+                             int dtype) {
+  cplan *P = cplan_make(base, tgt, n, dtype);
+  uint32_t count = (uint32_t)cplan_count(P);
+  cparts_join(out, cparts_make(P));
+  cplan_free(P);
+  return count;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Bundles (SPEC.md §4, §5, §8)                                              */
 
 #define T4(s)                                                                   \
@@ -815,18 +1052,24 @@ static void serialize(bundle *B, buf *out) {
 /* Adds one CHNK section for chunk c of entry i (base and target bytes given). */
 static void add_chunk(bundle *B, size_t at, uint32_t i, uint32_t c, const uint8_t *base,
                       const uint8_t *tgt, size_t bytes, unsigned e, choice ch) {
-  streams s;
-  make_streams(&s, base, tgt, bytes / e, e, ch.enc);
+  buf data = {0};
+  uint32_t count;
+  if (ch.enc == DELTA_CLASSED) {
+    count = classed_data(&data, base, tgt, bytes / e, B->man.e[i].t.dtype);
+  } else {
+    streams s;
+    make_streams(&s, base, tgt, bytes / e, e, ch.enc);
+    count = s.count;
+    join_streams(&data, &s, ch.comp);
+  }
   uint8_t rec[32] = {0};
   put32(rec, i);
   put32(rec + 4, c);
   rec[8] = ch.enc;
   rec[9] = ch.comp;
-  put32(rec + 12, s.count);
+  put32(rec + 12, count);
   put64(rec + 16, chunk_check(base, bytes));
   put64(rec + 24, chunk_check(tgt, bytes));
-  buf data = {0};
-  join_streams(&data, &s, ch.comp);
   section *sc = sec_insert(B, at, "CHNK", 1, 0, rec, 32);
   bput(&sc->pl, data.p, data.n);
   bfree(&data);
@@ -871,8 +1114,8 @@ static void rsiz_bytes(const manifest *m, buf *b) {
 /* A bundle from base to target, chunks encoded as `pol` says; the entries that
  * `rs` chooses (none if NULL) listed in an RSIZ section right after MANI. Sets
  * (kind 3) are given as views (mkvectors11.c): their raw members are left out of
- * the state ids (R-SET-3). `minor` is the lowest the bundle needs (R-WRT-4): 1 for
- * a set, an RSIZ section or a dtype of 1.1, else 0. */
+ * the state ids (R-SET-3). `minor` is the lowest the bundle needs (R-WRT-4): 2 for
+ * a DELTA_CLASSED chunk, else 1 for a set, an RSIZ section or a dtype of 1.1, else 0. */
 static void build_ex(bundle *B, const ckpt *base, const ckpt *tgt, uint32_t chunk_size,
                      policy_fn pol, void *ctx, resize_fn rs) {
   memset(B, 0, sizeof *B);
@@ -931,6 +1174,7 @@ static void build_ex(bundle *B, const ckpt *base, const ckpt *tgt, uint32_t chun
       for (size_t q = 0; q < bytes / e; q++) count += memcmp(bb + q * e, tb + q * e, e) != 0;
       choice ch = pol(ctx, k, (uint32_t)c, bytes / e, count);
       add_chunk(B, B->n, (uint32_t)k, (uint32_t)c, bb, tb, bytes, e, ch);
+      if (ch.enc == DELTA_CLASSED) B->minor = 2;
     }
     free(zeros);
     free(rbase);

@@ -564,7 +564,8 @@ def fragment(dcr):
     tensors = example_tensors()
     header = safetensors_header(tensors)
     encode = ["encode", "base.safetensors", "target.safetensors", "-o", "example.dcr",
-              "--chunk-size", str(CHUNK_SIZE), "--threads", "1", "--level", str(LEVEL)]
+              "--chunk-size", str(CHUNK_SIZE), "--threads", "1", "--level", str(LEVEL),
+              "--format", "1.0"]  # the example is a 1.0 bundle: it shows the encodings of §9.1
     x = bytes(i % 256 for i in range(X_LENGTH))
     with tempfile.TemporaryDirectory() as work:
         for name, data in (("base.safetensors", safetensors(tensors, BASE)),

@@ -1,0 +1,314 @@
+/*
+ * classed.c - DELTA_CLASSED, the base-conditioned encoding of format 1.2 (SPEC.md
+ * §9.4). An optimizer moves a weight by an amount that depends little on its
+ * magnitude, while a float's unit in the last place is proportional to it: small
+ * exponents change far more often, and by more units, than large ones. Every
+ * other encoding codes changes as if each element were equally likely to change;
+ * this one splits a chunk's elements into classes by their *base* bits (the
+ * exponent field, which the decoder holds), codes the changes' ranks within each
+ * class with that class's own Rice parameter, and their ULP deltas with an
+ * adaptive range coder whose probabilities are the class's own.
+ *
+ * Decoding is in two halves, as the stages of §15 need: the streams (class table,
+ * rank streams, values) are checked and the values decoded without the base; the
+ * walk over the base's elements then finds each change, since a rank names the
+ * r-th element of a class, and applies it.
+ */
+#include <stdlib.h>
+
+#include "codec.h"
+#include "rangecoder.h"
+
+/* §9.4: the class of an element is the field (u >> shift) & (2^bits - 1) of the
+ * element read as a little-endian unsigned integer: the exponent for floats (the
+ * real part's for C64), the whole byte for F8_E8M0, and one class (bits 0) for
+ * integers, BOOL and the packed dtypes, whose bytes are not single elements. */
+static const struct {
+  uint8_t shift, bits;
+} class_field[] = {
+    [4] = {2, 5},  /* F8_E5M2 */     [5] = {3, 4},  /* F8_E4M3 */
+    [8] = {10, 5}, /* F16 */         [9] = {7, 8},  /* BF16 */
+    [12] = {23, 8}, /* F32 */        [15] = {52, 11}, /* F64 */
+    [16] = {0, 8}, /* F8_E8M0 */     [17] = {3, 4}, /* F8_E4M3FNUZ */
+    [18] = {2, 5}, /* F8_E5M2FNUZ */ [19] = {23, 8}, /* C64 */
+};
+
+unsigned dcr__class_bits(int dtype, unsigned *shift) {
+  int known = dtype > 0 && dtype < (int)(sizeof class_field / sizeof class_field[0]);
+  *shift = known ? class_field[dtype].shift : 0;
+  return known ? class_field[dtype].bits : 0;
+}
+
+static inline uint64_t load_elem(const uint8_t *p, unsigned esize) {
+  uint64_t u = 0;
+  for (unsigned b = 0; b < esize; b++) u |= (uint64_t)p[b] << (8 * b);
+  return u;
+}
+
+/* ---- values (§9.4): sign, then m = |delta| ≥ 1 as an adaptive Elias gamma code:
+ * the length L = floor(log2 m) in unary, each of its bits with a context of its
+ * own, then the L bits of m under its leading one, each of probability 1/2. */
+#define CTX_PER_CLASS 64 /* the sign, and one per unary bit of L (at most 63) */
+
+static void contexts_reset(dcr__rc_prob *ctx) {
+  for (unsigned i = 0; i < CTX_PER_CLASS; i++) ctx[i] = DCR__RC_ONE / 2;
+}
+
+static void encode_value(dcr__rc_encoder *rc, dcr__rc_prob *ctx, uint64_t z, unsigned B) {
+  unsigned negative = (unsigned)(z & 1);
+  uint64_t m = negative ? (z >> 1) + 1 : z >> 1; /* z = 2m (up) or 2m - 1 (down) */
+  unsigned L = 63u - (unsigned)__builtin_clzll(m);
+  dcr__rc_encode(rc, &ctx[0], negative);
+  for (unsigned i = 0; i < B - 1; i++) {
+    dcr__rc_encode(rc, &ctx[1 + i], i < L);
+    if (i >= L) break;
+  }
+  for (unsigned i = L; i-- > 0;) dcr__rc_encode_direct(rc, (unsigned)(m >> i) & 1);
+}
+
+/* The zigzag value, or 0 (never a valid one) for one outside B bits. */
+static uint64_t decode_value(dcr__rc_decoder *rc, dcr__rc_prob *ctx, unsigned B) {
+  unsigned negative = dcr__rc_decode(rc, &ctx[0]), L = 0;
+  while (L < B - 1 && dcr__rc_decode(rc, &ctx[1 + L])) L++;
+  uint64_t m = 1;
+  for (unsigned i = 0; i < L; i++) m = (m << 1) | dcr__rc_decode_direct(rc);
+  uint64_t half = (uint64_t)1 << (B - 1); /* a B-bit delta is at most 2^(B-1) down, less up */
+  if (m > half || (m == half && !negative)) return 0;
+  return negative ? 2 * m - 1 : 2 * m;
+}
+
+static void store_elem(uint8_t *p, uint64_t u, unsigned esize) {
+  for (unsigned b = 0; b < esize; b++) p[b] = (uint8_t)(u >> (8 * b));
+}
+
+/* ---- encoder */
+
+int dcr__classed_encoder_init(dcr__classed_encoder *ws) {
+  memset(ws, 0, sizeof *ws);
+  ws->offset = malloc((DCR__CLASSES_MAX + 1) * sizeof *ws->offset);
+  ws->seen = malloc(4 * DCR__CLASSES_MAX * sizeof *ws->seen);
+  if (!ws->offset || !ws->seen) {
+    dcr__classed_encoder_free(ws);
+    return DCR_E_NOMEM;
+  }
+  return DCR_OK;
+}
+
+void dcr__classed_encoder_free(dcr__classed_encoder *ws) {
+  free(ws->offset);
+  free(ws->seen);
+  memset(ws, 0, sizeof *ws);
+}
+
+/* Each change's rank in its class, the elements of that class before it, from
+ * four histograms (seen + k * classes) filled in turn, so that consecutive
+ * elements of one class do not wait on each other's increments. */
+#define CLASS_AT(T, i) (size_t)((uint64_t)load_##T(base + (i) * sizeof(T)) >> shift & mask)
+#define RANKS(T)                                                                  \
+  for (size_t j = 0, at = 0; j < count; j++, at++) {                              \
+    size_t stop = pos[j];                                                         \
+    for (; at + 4 <= stop; at += 4) {                                             \
+      h0[CLASS_AT(T, at)]++;                                                      \
+      h1[CLASS_AT(T, at + 1)]++;                                                  \
+      h2[CLASS_AT(T, at + 2)]++;                                                  \
+      h3[CLASS_AT(T, at + 3)]++;                                                  \
+    }                                                                             \
+    for (; at < stop; at++) h0[CLASS_AT(T, at)]++;                                \
+    size_t c = CLASS_AT(T, at), slot = offset[c]++;                               \
+    ranks[slot] = h0[c]++ + h1[c] + h2[c] + h3[c];                                \
+    memcpy(sorted + slot * sizeof(T), z + j * sizeof(T), sizeof(T));              \
+  }
+
+static inline uint8_t load_uint8_t(const uint8_t *p) { return *p; }
+static inline uint16_t load_uint16_t(const uint8_t *p) { uint16_t u; memcpy(&u, p, 2); return u; }
+static inline uint32_t load_uint32_t(const uint8_t *p) { uint32_t u; memcpy(&u, p, 4); return u; }
+static inline uint64_t load_uint64_t(const uint8_t *p) { uint64_t u; memcpy(&u, p, 8); return u; }
+
+size_t dcr__classed_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity,
+                          const uint8_t *base, int dtype, const uint32_t *pos,
+                          const uint8_t *old, const uint8_t *z, size_t count,
+                          uint32_t *ranks, uint8_t *sorted) {
+  unsigned esize = dcr_dtype_size(dtype), shift, bits = dcr__class_bits(dtype, &shift);
+  uint64_t mask = ((uint64_t)1 << bits) - 1;
+  size_t classes = (size_t)1 << bits;
+  uint32_t *offset = ws->offset, *seen = ws->seen;
+  memset(offset, 0, (classes + 1) * sizeof *offset);
+  for (size_t j = 0; j < count; j++) offset[((load_elem(old + j * esize, esize) >> shift) & mask) + 1]++;
+  size_t m = 0;
+  for (size_t c = 0; c < classes; c++) m += offset[c + 1] != 0;
+  size_t table = 2 + 6 * m;
+  if (table > capacity) return SIZE_MAX;
+  dcr__put16(out, (uint16_t)m);
+  uint8_t *t = out + 2;
+  for (size_t c = 0; c < classes; c++) {
+    if (offset[c + 1]) dcr__put16(t, (uint16_t)c), dcr__put32(t + 2, offset[c + 1]), t += 6;
+    offset[c + 1] += offset[c]; /* now: where class c's changes start */
+  }
+  /* Each change's rank in its class: the elements of that class before it. */
+  memset(seen, 0, 4 * classes * sizeof *seen);
+  uint32_t *h0 = seen, *h1 = seen + classes, *h2 = seen + 2 * classes, *h3 = seen + 3 * classes;
+  switch (esize) {
+    case 1: RANKS(uint8_t) break;
+    case 2: RANKS(uint16_t) break;
+    case 4: RANKS(uint32_t) break;
+    default: RANKS(uint64_t) break;
+  }
+  /* offset[c] is now where class c's changes end. */
+  size_t length = table, start = 0;
+  for (size_t c = 0; c < classes; c++) {
+    size_t k = offset[c] - start;
+    if (!k) continue;
+    if (length + DCR__POSITIONS_BOUND(ranks[offset[c] - 1] + 1) > capacity) return SIZE_MAX;
+    length += dcr__positions_write(out + length, ranks + start, k);
+    start = offset[c];
+  }
+  dcr__rc_encoder rc;
+  dcr__rc_prob ctx[CTX_PER_CLASS];
+  dcr__rc_encoder_init(&rc, out + length, capacity - length);
+  start = 0;
+  for (size_t c = 0; c < classes; c++) {
+    if (offset[c] == start) continue;
+    contexts_reset(ctx);
+    for (size_t i = start; i < offset[c]; i++)
+      encode_value(&rc, ctx, load_elem(sorted + i * esize, esize), 8 * esize);
+    start = offset[c];
+  }
+  size_t values = dcr__rc_finish(&rc, out + length);
+  return values == SIZE_MAX ? SIZE_MAX : length + values;
+}
+
+/* ---- decoder */
+
+struct dcr__classed {
+  unsigned esize, shift;
+  uint64_t mask;
+  size_t slots;
+  /* The walk's hot state, by class: elements of the class still to pass before
+   * its next change (UINT32_MAX for classes without one: a chunk has fewer
+   * elements, so it never runs out). One decrement per element, no lookup. */
+  uint32_t left[DCR__CLASSES_MAX];
+  uint16_t map[DCR__CLASSES_MAX]; /* class -> slot, for the listed classes */
+  struct {
+    uint64_t next;         /* rank of the next change */
+    uint32_t changes;      /* changes not yet met */
+    uint32_t value;        /* index of its next value */
+    dcr__positions_cursor cursor;
+  } slot[DCR__CLASSES_MAX];
+};
+
+int dcr__classed_decoder_init(dcr__classed **cls) {
+  *cls = malloc(sizeof **cls);
+  return *cls ? DCR_OK : DCR_E_NOMEM;
+}
+
+void dcr__classed_decoder_free(dcr__classed *cls) { free(cls); }
+
+int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, int dtype,
+                         size_t n, size_t count, uint8_t *values, dcr_detail *d) {
+  unsigned esize = dcr_dtype_size(dtype), shift, bits = dcr__class_bits(dtype, &shift);
+  size_t classes = (size_t)1 << bits;
+  if (length < 2) return dcr__fail(d, DCR_E_ENCODING, "class table cut short");
+  size_t m = (size_t)dcr__le16(data);
+  if (m == 0 || m > classes)
+    return dcr__fail(d, DCR_E_ENCODING, "%zu classes listed; the dtype has %zu", m, classes);
+  if (length - 2 < 6 * m) return dcr__fail(d, DCR_E_ENCODING, "class table cut short");
+  cls->esize = esize;
+  cls->shift = shift;
+  cls->mask = classes - 1;
+  cls->slots = m;
+  for (size_t c = 0; c < classes; c++) cls->left[c] = UINT32_MAX;
+  const uint8_t *p = data + 2 + 6 * m, *end = data + length;
+  uint64_t total = 0;
+  for (size_t s = 0; s < m; s++) {
+    size_t c = (size_t)dcr__le16(data + 2 + 6 * s), k = (size_t)dcr__le32(data + 4 + 6 * s);
+    if (c >= classes || (s && c <= (size_t)dcr__le16(data + 2 + 6 * (s - 1))))
+      return dcr__fail(d, DCR_E_ENCODING, "class %zu out of order or past the dtype's %zu", c,
+                       classes);
+    if (!k) return dcr__fail(d, DCR_E_ENCODING, "class %zu is listed with no change", c);
+    total += k;
+    if (total > count)
+      return dcr__fail(d, DCR_E_ENCODING, "classes list more changes than count %zu", count);
+    cls->map[c] = (uint16_t)s;
+    cls->slot[s].changes = (uint32_t)k;
+  }
+  if (total != count)
+    return dcr__fail(d, DCR_E_ENCODING, "classes list %llu changes; count says %zu",
+                     (unsigned long long)total, count);
+  /* The rank streams: checked whole now (§9.1 rules, ranks below n), read again one
+   * rank at a time by the walk. */
+  for (size_t s = 0; s < m; s++) {
+    size_t used;
+    int rc = dcr__positions_read(p, (size_t)(end - p), cls->slot[s].changes, n, NULL, &used, d);
+    if (rc) return rc;
+    dcr__positions_start(&cls->slot[s].cursor, p, used);
+    p += used;
+  }
+  dcr__rc_decoder rc;
+  if (!dcr__rc_decoder_init(&rc, p, (size_t)(end - p)))
+    return dcr__fail(d, DCR_E_ENCODING, "value stream does not start with a zero byte");
+  dcr__rc_prob ctx[CTX_PER_CLASS];
+  size_t at = 0;
+  for (size_t s = 0; s < m; s++) {
+    contexts_reset(ctx);
+    cls->slot[s].value = (uint32_t)at;
+    for (uint32_t i = 0; i < cls->slot[s].changes; i++, at++) {
+      uint64_t z = decode_value(&rc, ctx, 8 * esize);
+      if (!z) return dcr__fail(d, DCR_E_ENCODING, "value %zu does not fit %u bits", at, 8 * esize);
+      store_elem(values + at * esize, z, esize);
+    }
+  }
+  if (!dcr__rc_finished(&rc))
+    return dcr__fail(d, DCR_E_ENCODING, "value stream does not end where its last value does");
+  for (size_t s = 0; s < m; s++) {
+    uint32_t r;
+    dcr__positions_take(&cls->slot[s].cursor, &r, 1);
+    cls->slot[s].next = r;
+    cls->left[dcr__le16(data + 2 + 6 * s)] = r;
+  }
+  return DCR_OK;
+}
+
+/* The rare path of the walk: element u (at *e) is its class's next change. */
+static void change(dcr__classed *cls, size_t c, uint8_t *e, const uint8_t *values) {
+  unsigned esize = cls->esize;
+  size_t s = cls->map[c];
+  dcr__delta_apply(e, values + (size_t)cls->slot[s].value++ * esize, esize);
+  if (--cls->slot[s].changes) {
+    uint32_t r;
+    dcr__positions_take(&cls->slot[s].cursor, &r, 1);
+    cls->left[c] = (uint32_t)(r - cls->slot[s].next - 1);
+    cls->slot[s].next = r;
+  } else {
+    cls->left[c] = UINT32_MAX;
+  }
+}
+
+#define WALK(T)                                                                  \
+  for (size_t i = first; i < last; i++) {                                        \
+    T u;                                                                         \
+    memcpy(&u, base + i * sizeof(T), sizeof(T));                                 \
+    size_t c = (size_t)(((uint64_t)u >> shift) & mask);                          \
+    if (__builtin_expect(left[c]-- == 0, 0))                                     \
+      change(cls, c, out + i * sizeof(T), values);                               \
+  }
+
+void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
+                       uint8_t *out, size_t first, size_t last) {
+  unsigned shift = cls->shift;
+  uint64_t mask = cls->mask;
+  uint32_t *left = cls->left;
+  switch (cls->esize) {
+    case 1: WALK(uint8_t) break;
+    case 2: WALK(uint16_t) break;
+    case 4: WALK(uint32_t) break;
+    default: WALK(uint64_t) break;
+  }
+}
+
+int dcr__classed_end(const dcr__classed *cls, dcr_detail *d) {
+  for (size_t s = 0; s < cls->slots; s++)
+    if (cls->slot[s].changes)
+      return dcr__fail(d, DCR_E_POSITION, "a class has fewer elements in the base than its "
+                       "change at rank %llu needs", (unsigned long long)cls->slot[s].next);
+  return DCR_OK;
+}
