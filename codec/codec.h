@@ -67,9 +67,11 @@ DCR_HIDDEN int dcr__positions_read(const uint8_t *in, size_t length, size_t coun
 /* Reads again, in batches, a stream that dcr__positions_read accepted (pos NULL:
  * checked without storing); the caller takes no more than its count. */
 typedef struct {
-  const uint8_t *p, *end;
-  uint64_t acc, next;
-  unsigned have, k;
+  const uint8_t *bits; /* after the parameter byte */
+  size_t bytes;
+  uint64_t at;         /* the bit where the next gap's code starts */
+  uint64_t next;       /* the smallest position it may give */
+  unsigned k;
 } dcr__positions_cursor;
 DCR_HIDDEN void dcr__positions_start(dcr__positions_cursor *c, const uint8_t *in, size_t length);
 DCR_HIDDEN void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, size_t count);

@@ -76,51 +76,112 @@ size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count) {
   return (size_t)(w.p - out);
 }
 
-/* Reads bits LSB-first. acc holds `have` unread bits (at most 63); the bits above
- * them may already hold the next bytes' bits, which a later refill ORs in again
- * unchanged, so a refill can load 8 bytes at once. */
+/* Reading takes the codes from 64-bit words of the stream, loaded at the byte
+ * where the next code starts: each word holds several codes of typical streams
+ * (k + 1 + q bits a code, around 8 at 1% change), taken one after another with a
+ * ctz for the quotient and a shift for the low bits, without refilling between
+ * them. A code that no word holds whole (a long quotient, or the stream's end)
+ * goes to long_gap, which reads it as a bit-by-bit reader would, errors included. */
+
+/* Bits from byte i on, bit 0 first; zeros past the stream's end (i <= bytes). */
+static inline uint64_t window(const uint8_t *bits, size_t bytes, size_t i) {
+  if (bytes - i >= 8) return dcr__le64(bits + i);
+  uint64_t w = 0;
+  for (unsigned j = 0; i + j < bytes; j++) w |= (uint64_t)bits[i + j] << (8 * j);
+  return w;
+}
+
+enum { GAP_OK, GAP_ENDS, GAP_PAST };
+
+/* The gap whose code starts at bit `from`, whatever its length, with the outcome
+ * of a bit-by-bit reading: a stream that ends before any of the code's bits, or
+ * inside it, ends inside it, but a quotient that reaches n (which the stream's end
+ * may cut short) is past the chunk first. On GAP_OK, *q < n, *low and *end (the
+ * bit just past the code) are set. */
+static int long_gap(const uint8_t *bits, size_t bytes, uint64_t from, uint64_t n, unsigned k,
+                    uint64_t *q, uint64_t *low, uint64_t *end) {
+  uint64_t total = (uint64_t)bytes * 8, ones = 0;
+  if (from == total) return GAP_ENDS;
+  for (;;) { /* 56 bits a step: a word shifted by up to 7 still holds them */
+    uint64_t b = from + ones;
+    unsigned run = (unsigned)__builtin_ctzll(
+        ~(window(bits, bytes, (size_t)(b >> 3)) >> (b & 7)) | (uint64_t)1 << 56);
+    ones += run;
+    if (run < 56 || ones >= n) break; /* past the end, bits read as zeros: runs stop there */
+  }
+  if (ones >= n) return GAP_PAST;
+  if (total - from - ones < 1 + (uint64_t)k) return GAP_ENDS;
+  uint64_t b = from + ones + 1;
+  *q = ones;
+  *low = (window(bits, bytes, (size_t)(b >> 3)) >> (b & 7)) & (((uint64_t)1 << k) - 1);
+  *end = b + k;
+  return GAP_OK;
+}
+
+/* What a reading carries from code to code: the bit where the next code starts,
+ * the smallest position it may give, and two sums for R-POS-3 (see
+ * dcr__positions_read): Σ(low & half), half being the low bits' top bit, and the
+ * number of odd quotients. */
 typedef struct {
-  const uint8_t *p, *end;
-  uint64_t acc;
-  unsigned have;
-} bit_reader;
+  uint64_t at, next, tops, odd;
+} reading;
 
-static inline void refill(bit_reader *b) {
-  if (b->end - b->p >= 8) {
-    uint64_t w = 0;
-    for (unsigned i = 0; i < 8; i++) w |= (uint64_t)b->p[i] << (8 * i);
-    unsigned bytes = (63 - b->have) >> 3;
-    b->acc |= w << b->have;
-    b->p += bytes;
-    b->have += 8 * bytes;
-  } else {
-    while (b->have <= 55 && b->p < b->end) b->acc |= (uint64_t)*b->p++ << b->have, b->have += 8;
-  }
+/* Keeps gap q << k | low as position j, unless it is past n (returns 1). */
+static inline __attribute__((always_inline)) int keep(reading *g, uint64_t q, uint64_t low,
+                                                      unsigned k, uint64_t half, uint64_t n,
+                                                      uint32_t *pos, size_t j) {
+  uint64_t p = g->next + (q << k | low); /* q < 64, or q < n <= 2^32 from long_gap */
+  if (p >= n) return 1;                  /* also when q >= n: p >= q */
+  g->tops += low & half;
+  g->odd += q & 1;
+  if (pos) pos[j] = (uint32_t)p; /* NULL: checked only, read again by a cursor */
+  g->next = p + 1;
+  return 0;
 }
 
-static inline void consume(bit_reader *b, unsigned bits) {
-  b->acc = bits < 64 ? b->acc >> bits : 0;
-  b->have -= bits;
-}
-
-/* A unary quotient: *q one-bits, then the zero-bit that ends them, consumed. Stops
- * early, with *q ≥ limit, once the count reaches limit (a position already out of
- * range is not read on). Returns 0 if the stream ends first. */
-static inline int quotient(bit_reader *b, uint64_t limit, uint64_t *q) {
-  *q = 0;
-  for (;;) {
-    if (!b->have) refill(b);
-    if (!b->have) return 0;
-    unsigned ones = (unsigned)__builtin_ctzll(~b->acc | (uint64_t)1 << b->have);
-    if (ones < b->have) {
-      *q += ones;
-      consume(b, ones + 1);
-      return 1;
+/* Reads positions *i..count-1 into pos; GAP_OK once there, else GAP_ENDS or
+ * GAP_PAST, the first rule of §9.1 that position *i breaks. Inlined into both
+ * callers, so that the reading stays in registers and take's n is a constant. */
+static inline __attribute__((always_inline)) int gaps(const uint8_t *bits, size_t bytes,
+                                                      unsigned k, uint64_t n, reading *g,
+                                                      uint32_t *pos, size_t *i, size_t count) {
+  size_t j = *i;
+  unsigned k1 = k + 1;
+  uint64_t mask = ((uint64_t)1 << k) - 1, half = k ? (uint64_t)1 << (k - 1) : 0;
+  int rc = GAP_OK;
+  while (j < count) {
+    size_t byte = (size_t)(g->at >> 3);
+    uint64_t w = window(bits, bytes, byte);
+    /* Codes end by bit 62 of the word, so that bit 63, set in zeros, stands for
+     * "no zero-bit left" and is never taken for a terminator; at the stream's end,
+     * by its last bit. */
+    uint64_t zeros = ~w | (uint64_t)1 << 63;
+    unsigned lim = bytes - byte >= 8 ? 63 : 8 * (unsigned)(bytes - byte);
+    unsigned first = (unsigned)(g->at & 7), o = first;
+    while (j < count) {
+      unsigned tz = (unsigned)__builtin_ctzll(zeros >> o), t = o + tz;
+      if (t + k1 > lim) break;
+      if (keep(g, tz, (w >> (t + 1)) & mask, k, half, n, pos, j)) {
+        rc = GAP_PAST;
+        break;
+      }
+      o = t + k1;
+      j++;
     }
-    *q += b->have;
-    consume(b, b->have);
-    if (*q >= limit) return 1;
+    g->at += o - first;
+    if (rc) break;
+    if (o != first) continue;
+    uint64_t q, low, end;
+    if ((rc = long_gap(bits, bytes, g->at, n, k, &q, &low, &end))) break;
+    g->at = end;
+    if (keep(g, q, low, k, half, n, pos, j)) {
+      rc = GAP_PAST;
+      break;
+    }
+    j++;
   }
+  *i = j;
+  return rc;
 }
 
 int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
@@ -128,37 +189,27 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
   if (!length) return dcr__fail(d, DCR_E_POSITION, "position stream is empty");
   unsigned k = in[0];
   if (k > 31) return dcr__fail(d, DCR_E_POSITION, "Rice parameter %u exceeds 31", k);
-  bit_reader b = {in + 1, in + length, 0, 0};
-  uint64_t next = 0, low_mask = ((uint64_t)1 << k) - 1;
-  uint64_t below = 0, at = 0, above = 0; /* sums of gap >> (k - 1), >> k, >> (k + 1) */
-  for (size_t i = 0; i < count; i++) {
-    uint64_t q;
-    if (!quotient(&b, n, &q))
-      return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
-    if (q >= n)
-      return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
-    if (b.have < k) refill(&b);
-    if (b.have < k) return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
-    uint64_t gap = (q << k) + (b.acc & low_mask), p = next + gap; /* q < n <= 2^32, k <= 31 */
-    consume(&b, k);
-    below += k ? gap >> (k - 1) : 0;
-    at += q;
-    above += gap >> (k + 1);
-    if (p >= n)
-      return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
-    if (pos) pos[i] = (uint32_t)p; /* NULL: checked only, read again by a cursor */
-    next = p + 1;
-  }
-  /* Whole bytes loaded ahead are given back; the rest of the last byte is padding. */
-  if (b.acc & (((uint64_t)1 << (b.have & 7)) - 1))
+  const uint8_t *bits = in + 1;
+  reading r = {0, 0, 0, 0};
+  size_t i = 0;
+  int rc = gaps(bits, length - 1, k, n, &r, pos, &i, count);
+  if (rc == GAP_ENDS)
+    return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
+  if (rc == GAP_PAST)
+    return dcr__fail(d, DCR_E_POSITION, "position %zu is past the %zu-element chunk", i, n);
+  if ((r.at & 7) && bits[r.at >> 3] >> (r.at & 7))
     return dcr__fail(d, DCR_E_POSITION, "padding bits after the last position are not zero");
   /* §9.1: k must be the smallest parameter with the fewest bits. The cost
    * count·(k+1) + Σ(gap >> k) is convex in k, so its two neighbours decide:
-   * cost(k-1) - cost(k) = below - at - count, cost(k+1) - cost(k) = count + above - at. */
-  if ((k > 0 && below <= at + count) || (k < 31 && count + above < at))
+   * cost(k-1) - cost(k) = Σ(gap >> (k-1)) - Σq - count with gap >> (k-1) = 2q + its
+   * low bits' top bit, and cost(k+1) - cost(k) = count + Σ(gap >> (k+1)) - Σq with
+   * gap >> (k+1) = (q - (q & 1)) / 2. Σq is the bits read less count·(k+1). */
+  uint64_t quotients = r.at - (uint64_t)count * (k + 1);
+  if ((k > 0 && quotients + (r.tops >> (k - 1)) <= count) ||
+      (k < 31 && count + (quotients - r.odd) / 2 < quotients))
     return dcr__fail(d, DCR_E_POSITION, "Rice parameter %u is not the smallest with the fewest "
                      "bits", k);
-  *used = (size_t)(b.p - in) - b.have / 8;
+  *used = 1 + (size_t)((r.at + 7) >> 3);
   return DCR_OK;
 }
 
@@ -166,26 +217,17 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
  * the positions in batches, so that a chunk whose count is near n needs no array
  * of n positions (4 bytes each: 4 GiB for a sparse 1 GiB U8 chunk). */
 void dcr__positions_start(dcr__positions_cursor *c, const uint8_t *in, size_t length) {
-  c->p = in + 1;
-  c->end = in + length;
-  c->acc = 0;
-  c->have = 0;
-  c->k = in[0];
+  c->bits = in + 1;
+  c->bytes = length - 1;
+  c->at = 0;
   c->next = 0;
+  c->k = in[0];
 }
 
 void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, size_t count) {
-  bit_reader b = {c->p, c->end, c->acc, c->have};
-  uint64_t next = c->next, low_mask = ((uint64_t)1 << c->k) - 1;
-  unsigned k = c->k;
-  for (size_t i = 0; i < count; i++) {
-    uint64_t q;
-    quotient(&b, UINT64_MAX, &q); /* accepted already: it neither ends nor runs long */
-    if (b.have < k) refill(&b);
-    uint64_t p = next + (q << k) + (b.acc & low_mask);
-    consume(&b, k);
-    out[i] = (uint32_t)p;
-    next = p + 1;
-  }
-  c->p = b.p, c->acc = b.acc, c->have = b.have, c->next = next;
+  reading r = {c->at, c->next, 0, 0};
+  size_t i = 0;
+  gaps(c->bits, c->bytes, c->k, UINT64_MAX, &r, out, &i, count); /* accepted: GAP_OK */
+  c->at = r.at;
+  c->next = r.next;
 }
