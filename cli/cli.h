@@ -82,6 +82,8 @@ int cli_arg_count(const char *command, int argc, char **argv, int min, int max, 
 /* Parses "123", "4K", "4M", "1G" (binary units). Returns 0 on success. */
 int cli_parse_size(const char *s, uint64_t *out);
 int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
+/* "1.0", "1.1" or "1.2" (--format): *minor gets the minor version; -1 otherwise. */
+int cli_parse_format(const char *s, int *minor);
 
 /* Signals: SIGINT/SIGTERM set the flag the library polls; SIGPIPE is ignored so
  * that a closed pipe is a write error, not a silent death. */

@@ -31,6 +31,7 @@ static const char usage[] =
     "      --runs N         runs per figure (default 3)\n"
     "      --chunk-size N   as for encode (default 4M)\n"
     "      --level N        as for encode (default 3)\n"
+    "      --format V       as for encode: 1.1 measures bundles without DELTA_CLASSED\n"
     "      --json           print the results as one JSON document on stdout\n";
 
 typedef struct {
@@ -340,6 +341,7 @@ int cmd_bench(int argc, char **argv) {
                                         {"runs", required_argument, NULL, OPT_RUNS},
                                         {"chunk-size", required_argument, NULL, OPT_CHUNK_SIZE},
                                         {"level", required_argument, NULL, OPT_LEVEL},
+                                        {"format", required_argument, NULL, OPT_FORMAT},
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
@@ -378,6 +380,10 @@ int cmd_bench(int argc, char **argv) {
       case OPT_LEVEL:
         if (cli_parse_uint(optarg, 22, &v)) return cli_usage("bench", "bad --level '%s'", optarg);
         eo.level = (int)v;
+        break;
+      case OPT_FORMAT:
+        if (cli_parse_format(optarg, &eo.max_minor))
+          return cli_usage("bench", "bad --format '%s' (1.0, 1.1 or 1.2)", optarg);
         break;
       case OPT_JSON: json = 1; break;
       default: return cli_bad_option("bench", c, argv);

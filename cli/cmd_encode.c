@@ -82,9 +82,8 @@ int cmd_encode(int argc, char **argv) {
       case OPT_JSON: json = 1; break;
       case OPT_UNRELATED: opt.unrelated = 1; break;
       case OPT_FORMAT:
-        if (strcmp(optarg, "1.0") && strcmp(optarg, "1.1") && strcmp(optarg, "1.2"))
+        if (cli_parse_format(optarg, &opt.max_minor))
           return free(meta), cli_usage("encode", "bad --format '%s' (1.0, 1.1 or 1.2)", optarg);
-        opt.max_minor = optarg[2] - '0';
         break;
       case OPT_META: {
         char *eq = strchr(optarg, '=');

@@ -152,6 +152,12 @@ int cli_arg_count(const char *command, int argc, char **argv, int min, int max, 
   return CLI_OK;
 }
 
+int cli_parse_format(const char *s, int *minor) {
+  if (strcmp(s, "1.0") && strcmp(s, "1.1") && strcmp(s, "1.2")) return -1;
+  *minor = s[2] - '0';
+  return 0;
+}
+
 int cli_parse_uint(const char *s, uint64_t max, uint64_t *out) {
   char *end;
   if (!*s || *s == '-') return -1;
