@@ -84,17 +84,13 @@ static void keep_trial(dcr__chunk_encoder *ce, dcr__encoded *best, uint8_t encod
   best->data = ce->best;
 }
 
-/* The position stream compressed (once a chunk: the sparse encodings share it). */
-static int compress_positions(dcr__chunk_encoder *ce, const uint8_t *stream, size_t length,
-                              uint8_t *out, size_t capacity, size_t *z) {
-  if (ce->zpos_length == SIZE_MAX) {
-    size_t n = ZSTD_compress2(ce->cctx, out, capacity, stream, length);
-    if (ZSTD_isError(n)) return DCR_E_NOMEM;
-    memcpy(ce->zpos, out, ce->zpos_length = n);
-  } else {
-    memcpy(out, ce->zpos, ce->zpos_length);
-  }
-  *z = ce->zpos_length;
+/* The position stream of `length` bytes compressed into ce->zpos, once a chunk:
+ * the sparse encodings share it. */
+static int compress_positions(dcr__chunk_encoder *ce, size_t length) {
+  if (ce->zpos_length != SIZE_MAX) return DCR_OK;
+  size_t n = ZSTD_compress2(ce->cctx, ce->zpos, ZSTD_compressBound(length), ce->pos_stream, length);
+  if (ZSTD_isError(n)) return DCR_E_NOMEM;
+  ce->zpos_length = n;
   return DCR_OK;
 }
 
@@ -120,9 +116,8 @@ static int consider(dcr__chunk_encoder *ce, uint8_t encoding, const streams *s,
   for (unsigned i = 0; i < s->count; i++) {
     size_t n;
     if (s->data[i] == ce->pos_stream) {
-      if (compress_positions(ce, s->data[i], s->length[i], ce->trial + z, ce->trial_capacity - z,
-                             &n))
-        return DCR_E_NOMEM;
+      if (compress_positions(ce, s->length[i])) return DCR_E_NOMEM;
+      memcpy(ce->trial + z, ce->zpos, n = ce->zpos_length);
     } else {
       n = ZSTD_compress2(ce->cctx, ce->trial + z, ce->trial_capacity - z, s->data[i],
                          s->length[i]);
@@ -203,8 +198,10 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
     if (length <= varlen) {
       dcr__positions_write(ce->pos_stream, ce->pos, count);
       written = 1;
-      if (ce->cctx && compress_positions(ce, ce->pos_stream, varlen, ce->planes, n * esize, &z))
-        return DCR_E_NOMEM;
+      if (ce->cctx) {
+        if (compress_positions(ce, varlen)) return DCR_E_NOMEM;
+        z = ce->zpos_length;
+      }
       if (length <= z) {
         keep_trial(ce, out, DCR_ENC_DELTA_CLASSED, DCR_COMP_NONE, length);
         if (!dense) return DCR_OK;

@@ -195,6 +195,33 @@ static inline uint8_t fuzz_pattern(uint32_t seed, uint64_t i) {
   return (i / 97) % 5 == 0 ? 0 : (uint8_t)x;
 }
 
+/* Appends one tensor's entry to a safetensors header's text json[0..*j) (room cap),
+ * after a comma if `comma`. */
+static inline void fuzz_json_tensor(char *json, size_t cap, size_t *j, int comma,
+                                    const char *name, const char *dtype, unsigned rank,
+                                    const uint64_t *dims, uint64_t begin, uint64_t end) {
+  *j += (size_t)snprintf(json + *j, cap - *j, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[",
+                         comma ? "," : "", name, dtype);
+  for (unsigned i = 0; i < rank; i++)
+    *j += (size_t)snprintf(json + *j, cap - *j, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
+  *j += (size_t)snprintf(json + *j, cap - *j, "],\"data_offsets\":[%llu,%llu]}",
+                         (unsigned long long)begin, (unsigned long long)end);
+}
+
+/* Closes the header's text json[0..j) (room cap), pads it with spaces to a multiple
+ * of 8, and writes it with its length into b, emptied first: the file up to its
+ * data. */
+static inline void fuzz_put_header(fuzz_buf *b, char *json, size_t j, size_t cap) {
+  j += (size_t)snprintf(json + j, cap - j, "}");
+  FUZZ_ASSERT(j < cap - 8);
+  while (j % 8) json[j++] = ' ';
+  uint8_t len[8];
+  dcr__put64(len, j);
+  b->n = 0;
+  fuzz_put(b, len, 8);
+  fuzz_put(b, json, j);
+}
+
 /* Writes a safetensors file of the tensors, laid out in the given order (or
  * reversed), into b. */
 static inline void fuzz_safetensors(fuzz_buf *b, const fuzz_tensor *t, size_t count, int reverse) {
@@ -205,23 +232,11 @@ static inline void fuzz_safetensors(fuzz_buf *b, const fuzz_tensor *t, size_t co
   for (size_t k = 0; k < count; k++) {
     const fuzz_tensor *x = &t[reverse ? count - 1 - k : k];
     uint64_t n = fuzz_tensor_bytes(x);
-    j += (size_t)snprintf(json + j, sizeof json - j, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[",
-                          k ? "," : "", x->name, x->dtype);
-    for (unsigned i = 0; i < x->rank; i++)
-      j += (size_t)snprintf(json + j, sizeof json - j, "%s%llu", i ? "," : "",
-                            (unsigned long long)x->dims[i]);
-    j += (size_t)snprintf(json + j, sizeof json - j, "],\"data_offsets\":[%llu,%llu]}",
-                          (unsigned long long)offset, (unsigned long long)(offset + n));
+    fuzz_json_tensor(json, sizeof json, &j, k != 0, x->name, x->dtype, x->rank, x->dims, offset,
+                     offset + n);
     offset += n;
   }
-  j += (size_t)snprintf(json + j, sizeof json - j, "}");
-  FUZZ_ASSERT(j < sizeof json - 8);
-  while (j % 8) json[j++] = ' ';
-  uint8_t len[8];
-  dcr__put64(len, j);
-  b->n = 0;
-  fuzz_put(b, len, 8);
-  fuzz_put(b, json, j);
+  fuzz_put_header(b, json, j, sizeof json);
   for (size_t k = 0; k < count; k++) {
     const fuzz_tensor *x = &t[reverse ? count - 1 - k : k];
     uint64_t n = fuzz_tensor_bytes(x);

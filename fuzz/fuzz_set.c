@@ -508,22 +508,10 @@ static void gen_shard(node *nd, fuzz_buf *file) {
   char json[4096];
   size_t j = 0;
   j += (size_t)snprintf(json + j, sizeof json - j, "{%s", flags & 1 ? "\"__metadata__\":{\"format\":\"pt\"}" : "");
-  for (size_t k = 0; k < count; k++) {
-    j += (size_t)snprintf(json + j, sizeof json - j, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[",
-                          k || flags & 1 ? "," : "", nd->names[k], dtype[k]);
-    for (unsigned i = 0; i < rank[k]; i++)
-      j += (size_t)snprintf(json + j, sizeof json - j, "%s%llu", i ? "," : "", (unsigned long long)dims[k][i]);
-    j += (size_t)snprintf(json + j, sizeof json - j, "],\"data_offsets\":[%llu,%llu]}",
-                          (unsigned long long)begin[k], (unsigned long long)(begin[k] + bytes[k]));
-  }
-  j += (size_t)snprintf(json + j, sizeof json - j, "}");
-  FUZZ_ASSERT(j < sizeof json - 8);
-  while (j % 8) json[j++] = ' ';
-  uint8_t len[8];
-  dcr__put64(len, j);
-  file->n = 0;
-  fuzz_put(file, len, 8);
-  fuzz_put(file, json, j);
+  for (size_t k = 0; k < count; k++)
+    fuzz_json_tensor(json, sizeof json, &j, k || flags & 1, nd->names[k], dtype[k], rank[k],
+                     dims[k], begin[k], begin[k] + bytes[k]);
+  fuzz_put_header(file, json, j, sizeof json);
   for (uint64_t i = 0; i < total; i++) {
     uint8_t v = fuzz_pattern(flags, i);
     fuzz_put(file, &v, 1);
