@@ -26,14 +26,14 @@ Q := $(if $(filter 1,$(V)),,@)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wconversion -Wstrict-prototypes \
         -Wmissing-prototypes -Wvla -Wformat=2 -Wundef -Wpointer-arith
-PKGS := libzstd libxxhash jansson
+PKGS := libzstd libxxhash jansson libarchive
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude $(WARN) \
              $(CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := $(wildcard format/*.c codec/*.c refit/*.c)
+LIB_SRC := $(wildcard format/*.c codec/*.c refit/*.c history/*.c squash/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -127,9 +127,12 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/cli_ops_test.sh $(BUILD)/dcr
 	bash tests/cli_apply_output_test.sh $(BUILD)/dcr
 	bash tests/cli_set_test.sh $(BUILD)/dcr
+	bash tests/cli_squash_test.sh $(BUILD)/dcr
 	SANITIZE="$(SANITIZE)" bash tests/hostile_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json
+	bash tests/cli_history_test.sh $(BUILD)/dcr
+	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/history-v1/index.json
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
 	bash tests/abi_test.sh $(BUILD)
 	bash tests/readme_test.sh $(BUILD)/dcr

@@ -32,7 +32,7 @@ typedef struct {
 /* getopt_long ids for the options every command takes. */
 enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
        OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY,
-       OPT_UNRELATED, OPT_FORMAT };
+       OPT_UNRELATED, OPT_FORMAT, OPT_PARENT };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
@@ -166,11 +166,19 @@ void cli_print_meta(dcr_reader *r, const char *label);
 /* Human sizes: "1.23 MiB". */
 const char *cli_bytes(uint64_t n, char buf[32]);
 void cli_hex(const uint8_t *p, size_t n, char *out);
+/* The XXH3-128 of a file's bytes as xxh128sum prints it (32 hex digits and a
+ * NUL); on failure prints why and returns -1. */
+int cli_file_digest(const char *path, char out[33]);
 
 /* dcr synth's outputs: a pair written through cli_output, committed together
  * (cmd_synth.c; bench and the tests use it too). Returns an exit code. */
 int cli_synth_files(const dcr_synth_options *options, const char *base, const char *target,
                     int force, double *rate);
+
+/* An encode's (or a squash's) statistics: the JSON document of --json, and the
+ * report line on stderr (with verbose, by encoding and more). cmd_encode.c. */
+json_t *cli_stats_json(const char *bundle, const dcr_encode_stats *st, unsigned threads);
+void cli_print_stats(const char *bundle, const dcr_encode_stats *st, unsigned threads, int verbose);
 
 int cmd_encode(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
@@ -179,5 +187,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_id(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_history(int argc, char **argv);
+int cmd_squash(int argc, char **argv);
 
 #endif

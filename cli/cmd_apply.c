@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../refit/refit.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -235,28 +236,9 @@ static void print_summary(const job *j, const char *out) {
   fprintf(stderr, "%s: %s, target state verified\n", out, cli_bytes(info.target_size, a));
 }
 
-static int write_fd(void *opaque, const void *data, size_t size) {
-  return cli_write_fd(*(const int *)opaque, data, size);
-}
-
-/* The work file of a series: a hidden temporary beside OUT (in TMPDIR for a
- * stream), written by the first bundle, patched in place by the others, and
- * committed as OUT at the end. It has a name because a patch opens it by path. */
-typedef struct {
-  dcr__atomic a;
-  char path[4200];
-} work_file;
-
-static int work_open(work_file *w, const char *beside, unsigned flags, dcr_detail *d) {
-  int err = dcr__atomic_open(&w->a, beside, flags | DCR__ATOMIC_NAMED, d);
-  const char *slash = strrchr(beside, '/');
-  if (!err) snprintf(w->path, sizeof w->path, "%.*s%s", slash ? (int)(slash - beside + 1) : 0, beside,
-                     w->a.tmp_name);
-  return err;
-}
-
-/* A series copied: bundle 0 from BASE into the work file, each next one patched
- * into it (or, when it changes the layout, copied from it into a new one). */
+/* A series copied: bundle 0 from BASE into a work file (refit/series.c), each
+ * next one patched into it, or copied where it changes the layout. The work file
+ * is beside OUT, or in TMPDIR for a stream. */
 static int run_series(job *j, const char *base, const char *out, int force, int stream,
                       const dcr_apply_options *opt) {
   const char *tmpdir = getenv("TMPDIR");
@@ -264,35 +246,16 @@ static int run_series(job *j, const char *base, const char *out, int force, int 
   snprintf(beside, sizeof beside, "%s%s", stream ? (tmpdir && *tmpdir ? tmpdir : "/tmp") : out,
            stream ? "/dcr-series" : "");
   unsigned flags = (stream || force ? DCR__ATOMIC_REPLACE : 0) | (j->sync && !stream ? DCR__ATOMIC_SYNC : 0);
-  work_file w;
+  dcr__work w;
   dcr_detail d;
-  int err = work_open(&w, beside, flags, &d);
+  int err = dcr__work_open(&w, beside, flags, &d);
   if (err) return cli_report(out, err, &d), cli_exit_code(err);
   int rc = CLI_OK;
-  if ((err = dcr_apply_to(j->b[0].r, base, opt, write_fd, &w.a.fd, &d))) rc = report(j, base, 0, err, &d);
+  if ((err = dcr_apply_to(j->b[0].r, base, opt, dcr__write_fd, &w.a.fd, &d))) rc = report(j, base, 0, err, &d);
   cli_progress_end(&j->progress);
   for (int i = 1; i < j->n && !rc; i++) {
-    dcr_patch_stats st;
-    dcr_patch *p;
-    err = dcr_patch_create(&p, j->b[i].r, &d);
-    if (!err) {
-      dcr_patch_set_verify(p, j->verify);
-      dcr_patch_set_threads(p, j->threads);
-      dcr_patch_set_sync(p, 0); /* nothing is visible until the commit below */
-      dcr_patch_set_cancel(p, &cli_interrupted);
-      err = dcr_patch_file(p, w.path, &d);
-      dcr_patch_stats_get(p, &st, sizeof st);
-      dcr_patch_free(p);
-    }
-    if (err == DCR_E_ARGUMENT) { /* a layout change: this step is a copy */
-      work_file next;
-      if (!(err = work_open(&next, beside, flags, &d))) {
-        err = dcr_apply_to(j->b[i].r, w.path, opt, write_fd, &next.a.fd, &d);
-        dcr__atomic_abort(&w.a);
-        w = next;
-      }
-    }
-    if (err) rc = report(j, i == 1 ? base : w.path, i, err, &d);
+    const char *input = i == 1 ? base : w.path;
+    if ((err = dcr__work_apply(&w, j->b[i].r, j->verify, opt, &d))) rc = report(j, input, i, err, &d);
   }
   if (!rc && stream) rc = copy_to_stream(w.path, out, force);
   if (!rc && !stream && cli_interrupted) rc = CLI_INTERRUPTED;

@@ -23,7 +23,12 @@ static const char usage[] =
     "      --level N        zstd level 1..22, 0 to store uncompressed (default 3)\n"
     "      --threads N      worker threads (default: usable CPUs, up to 32); same output\n"
     "      --raw            treat both inputs as raw byte files\n"
-    "      --meta KEY=VALUE add a metadata pair (repeatable), e.g. --meta step=1200\n"
+    "      --meta KEY=VALUE add a metadata pair (repeatable), e.g. --meta step=1200;\n"
+    "                       the standard keys step, run_id, parent_bundle and\n"
+    "                       trainer must have the values SPEC.md 6.4.1 allows\n"
+    "      --parent BUNDLE  the previous bundle of the run: adds parent_bundle=its\n"
+    "                       XXH3-128 (as xxh128sum prints it), which history append\n"
+    "                       checks\n"
     "      --unrelated      encode inputs that share no tensor name (refused by\n"
     "                       default: every tensor would be sent whole)\n"
     "      --format V       the newest format the bundle may need: 1.2 (default);\n"
@@ -47,6 +52,7 @@ int cmd_encode(int argc, char **argv) {
       {"json", no_argument, NULL, OPT_JSON},
       {"unrelated", no_argument, NULL, OPT_UNRELATED},
       {"format", required_argument, NULL, OPT_FORMAT},
+      {"parent", required_argument, NULL, OPT_PARENT},
       {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "encode");
@@ -56,6 +62,7 @@ int cmd_encode(int argc, char **argv) {
   int force = 0, c, stop = 0, json = 0;
   uint64_t v;
   dcr_meta *meta = calloc((size_t)argc, sizeof *meta);
+  char parent[33];
   if (!meta) return CLI_IO;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:f", longs, NULL)) != -1) {
     if (cli_common_option(&common, c, usage, &stop)) {
@@ -92,6 +99,10 @@ int cmd_encode(int argc, char **argv) {
         meta[opt.meta_count++] = (dcr_meta){optarg, eq + 1};
         break;
       }
+      case OPT_PARENT:
+        if (cli_file_digest(optarg, parent)) return free(meta), CLI_USAGE;
+        meta[opt.meta_count++] = (dcr_meta){"parent_bundle", parent};
+        break;
       default: return free(meta), cli_bad_option("encode", c, argv);
     }
   }
@@ -127,50 +138,54 @@ int cmd_encode(int argc, char **argv) {
     return cli_exit_code(err);
   }
   if ((rc = cli_output_commit(&o))) return rc;
-  uint64_t by_encoding[DCR_ENC_COUNT];
-  for (int e = 1; e < DCR_ENC_COUNT; e++)
-    by_encoding[e] = e == DCR_ENC_DELTA_CLASSED ? st.chunks_delta_classed : st.chunks_by_encoding[e];
-  char version[16];
-  snprintf(version, sizeof version, "%d.%llu", DCR_FORMAT_MAJOR, (unsigned long long)st.format_minor);
-  if (json) {
-    json_t *enc = json_object();
-    for (int e = 1; e < DCR_ENC_COUNT; e++)
-      if (by_encoding[e])
-        json_object_set_new(enc, dcr_encoding_name(e), json_integer((json_int_t)by_encoding[e]));
-    cli_print_json(json_pack(
-        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:i}", "bundle", out,
-        "format", version, "bundle_bytes",
-        (json_int_t)st.bundle_size, "target_bytes", (json_int_t)st.target_size, "elements",
-        (json_int_t)st.elements, "changed_elements", (json_int_t)st.changed_elements, "chunks",
-        (json_int_t)st.chunks, "changed_chunks", (json_int_t)st.changed_chunks, "chunks_by_encoding",
-        enc, "tensors_added", (json_int_t)st.tensors_added, "tensors_removed",
-        (json_int_t)st.tensors_removed, "tensors_recoded", (json_int_t)st.tensors_recoded,
-        "tensors_resized", (json_int_t)st.tensors_resized, "threads",
-        (int)(opt.threads ? opt.threads : dcr_default_threads())));
-  }
-  if (!common.quiet && !json) {
-    char a[32], b[32];
-    fprintf(stderr, "%s: %s, %.4f%% of the target (%s); %llu of %llu elements changed "
-            "(%.4f%%), %llu of %llu chunks carried\n",
-            out, cli_bytes(st.bundle_size, a),
-            st.target_size ? 100.0 * (double)st.bundle_size / (double)st.target_size : 0.0,
-            cli_bytes(st.target_size, b), (unsigned long long)st.changed_elements,
-            (unsigned long long)st.elements,
-            st.elements ? 100.0 * (double)st.changed_elements / (double)st.elements : 0.0,
-            (unsigned long long)st.changed_chunks, (unsigned long long)st.chunks);
-    if (common.verbose) {
-      fprintf(stderr, "  threads: %u\n", opt.threads ? opt.threads : dcr_default_threads());
-      fprintf(stderr, "  format %s; tensors added %llu, removed %llu, recoded %llu, resized %llu\n",
-              version, (unsigned long long)st.tensors_added,
-              (unsigned long long)st.tensors_removed, (unsigned long long)st.tensors_recoded,
-              (unsigned long long)st.tensors_resized);
-      for (int e = 1; e < DCR_ENC_COUNT; e++)
-        fprintf(stderr, "  %-17s %llu chunks\n", dcr_encoding_name(e),
-                (unsigned long long)by_encoding[e]);
-      if (st.changed_elements)
-        fprintf(stderr, "  %.3f bytes per changed element\n",
-                (double)st.bundle_size / (double)st.changed_elements);
-    }
-  }
+  unsigned threads = opt.threads ? opt.threads : dcr_default_threads();
+  if (json) cli_print_json(cli_stats_json(out, &st, threads));
+  if (!common.quiet && !json) cli_print_stats(out, &st, threads, common.verbose);
   return CLI_OK;
+}
+
+/* The chunks of each encoding, 1..7, from the stats' two places. */
+static uint64_t chunks_of(const dcr_encode_stats *st, int e) {
+  return e == DCR_ENC_DELTA_CLASSED ? st->chunks_delta_classed : st->chunks_by_encoding[e];
+}
+
+json_t *cli_stats_json(const char *bundle, const dcr_encode_stats *st, unsigned threads) {
+  char version[16];
+  snprintf(version, sizeof version, "%d.%llu", DCR_FORMAT_MAJOR, (unsigned long long)st->format_minor);
+  json_t *enc = json_object();
+  for (int e = 1; e < DCR_ENC_COUNT; e++)
+    if (chunks_of(st, e))
+      json_object_set_new(enc, dcr_encoding_name(e), json_integer((json_int_t)chunks_of(st, e)));
+  return json_pack(
+      "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:i}", "bundle", bundle,
+      "format", version, "bundle_bytes", (json_int_t)st->bundle_size, "target_bytes",
+      (json_int_t)st->target_size, "elements", (json_int_t)st->elements, "changed_elements",
+      (json_int_t)st->changed_elements, "chunks", (json_int_t)st->chunks, "changed_chunks",
+      (json_int_t)st->changed_chunks, "chunks_by_encoding", enc, "tensors_added",
+      (json_int_t)st->tensors_added, "tensors_removed", (json_int_t)st->tensors_removed,
+      "tensors_recoded", (json_int_t)st->tensors_recoded, "tensors_resized",
+      (json_int_t)st->tensors_resized, "threads", (int)threads);
+}
+
+void cli_print_stats(const char *bundle, const dcr_encode_stats *st, unsigned threads, int verbose) {
+  char a[32], b[32];
+  fprintf(stderr, "%s: %s, %.4f%% of the target (%s); %llu of %llu elements changed "
+          "(%.4f%%), %llu of %llu chunks carried\n",
+          bundle, cli_bytes(st->bundle_size, a),
+          st->target_size ? 100.0 * (double)st->bundle_size / (double)st->target_size : 0.0,
+          cli_bytes(st->target_size, b), (unsigned long long)st->changed_elements,
+          (unsigned long long)st->elements,
+          st->elements ? 100.0 * (double)st->changed_elements / (double)st->elements : 0.0,
+          (unsigned long long)st->changed_chunks, (unsigned long long)st->chunks);
+  if (!verbose) return;
+  fprintf(stderr, "  threads: %u\n", threads);
+  fprintf(stderr, "  format %d.%llu; tensors added %llu, removed %llu, recoded %llu, resized %llu\n",
+          DCR_FORMAT_MAJOR, (unsigned long long)st->format_minor,
+          (unsigned long long)st->tensors_added, (unsigned long long)st->tensors_removed,
+          (unsigned long long)st->tensors_recoded, (unsigned long long)st->tensors_resized);
+  for (int e = 1; e < DCR_ENC_COUNT; e++)
+    fprintf(stderr, "  %-17s %llu chunks\n", dcr_encoding_name(e), (unsigned long long)chunks_of(st, e));
+  if (st->changed_elements)
+    fprintf(stderr, "  %.3f bytes per changed element\n",
+            (double)st->bundle_size / (double)st->changed_elements);
 }

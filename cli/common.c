@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../format/xxh.h"
 #include "cli.h"
 
 dcr_limits cli_limits;
@@ -198,4 +199,21 @@ const char *cli_bytes(uint64_t n, char buf[32]) {
 
 void cli_hex(const uint8_t *p, size_t n, char *out) {
   for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+int cli_file_digest(const char *path, char out[33]) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return fprintf(stderr, "dcr: %s: DCR_E_IO: cannot open: %s\n", path, strerror(errno)), -1;
+  XXH3_state_t st;
+  XXH3_128bits_reset(&st);
+  char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) XXH3_128bits_update(&st, buf, n);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) return fprintf(stderr, "dcr: %s: DCR_E_IO: cannot read\n", path), -1;
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+  cli_hex(c.digest, 16, out);
+  return 0;
 }

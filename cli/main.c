@@ -18,6 +18,8 @@ static const struct {
     {"id", cmd_id, "print or check checkpoints' state ids (sha256sum style)"},
     {"synth", cmd_synth, "write a realistic sample base/target pair"},
     {"bench", cmd_bench, "measure bundle size and encode/apply/validate speed"},
+    {"history", cmd_history, "keep a run's bundles in a tar or zip archive; rebuild any step"},
+    {"squash", cmd_squash, "compose consecutive bundles into one"},
 };
 
 static void help(FILE *f) {

@@ -129,6 +129,17 @@ static int consider(dcr__chunk_encoder *ce, uint8_t encoding, const streams *s,
   return DCR_OK;
 }
 
+/* One candidate from its k values, packed: split into planes, behind the position
+ * stream (ce->pos_stream, varlen bytes) when sparse. */
+static int consider_values(dcr__chunk_encoder *ce, uint8_t encoding, const uint8_t *elems,
+                           size_t k, unsigned esize, size_t varlen, dcr__encoded *best) {
+  streams s = {.count = 0};
+  dcr__planes_split(ce->planes, elems, k, esize);
+  if (dcr__enc_sparse(encoding)) s.data[s.count] = ce->pos_stream, s.length[s.count++] = varlen;
+  s.data[s.count] = ce->planes, s.length[s.count++] = k * esize;
+  return consider(ce, encoding, &s, best);
+}
+
 /* Hashes, compares and gathers the changed elements in blocks that stay in L1, so
  * that each input byte comes from memory once for the piece digests, the change
  * detection and the sparse encodings together. */
@@ -186,7 +197,6 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
   size_t varlen = sparse ? dcr__positions_size(ce->pos, count) : 0;
   int written = 0;
   ce->zpos_length = SIZE_MAX;
-  streams s;
   int rc = DCR_OK;
   /* Pruning that keeps the choice exact: every sparse candidate of 1.0 holds the
    * position stream, stored or compressed, and at least a byte more, so if
@@ -223,17 +233,41 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
     } else {
       elems = t;
     }
-    dcr__planes_split(ce->planes, elems, k, esize);
-    s.count = 0;
-    if (is_sparse) s.data[s.count] = ce->pos_stream, s.length[s.count++] = varlen;
-    s.data[s.count] = ce->planes, s.length[s.count++] = k * esize;
-    rc = consider(ce, enc, &s, out);
+    rc = consider_values(ce, enc, elems, k, esize, is_sparse ? varlen : 0, out);
   }
   if (!rc && classed) { /* not pruned: measured again after the others, with the
                          * target elements, now used, as scratch */
     size_t length = classed_trial(ce, base, dtype, count, ce->new);
     if (better(length, DCR_ENC_DELTA_CLASSED, DCR_COMP_NONE, out))
       keep_trial(ce, out, DCR_ENC_DELTA_CLASSED, DCR_COMP_NONE, length);
+  }
+  return rc;
+}
+
+int dcr__encode_changes(dcr__chunk_encoder *ce, int op, const uint32_t *pos,
+                        const uint8_t *values, size_t count, size_t n, unsigned esize,
+                        dcr__encoded *out) {
+  memset(out, 0, sizeof *out);
+  out->count = (uint32_t)count;
+  if (!count) return DCR_OK;
+  out->length = SIZE_MAX;
+  /* The pruning of dcr__encode_chunk, except that an overwrite is dense only when
+   * every element changes (the others' values are the base's, not known here) and
+   * so is sparse at any other count. */
+  int dense = op == DCR__OP_OVERWRITE ? count == n : count * DENSE_MIN_DEN >= n;
+  int sparse = count < n && (op == DCR__OP_OVERWRITE || count * SPARSE_MAX_DEN <= n * SPARSE_MAX_NUM);
+  ce->zpos_length = SIZE_MAX;
+  uint8_t dense_id = (uint8_t)(2 * op + 1), sparse_id = (uint8_t)(2 * op + 2);
+  int rc = DCR_OK;
+  if (dense) { /* zeros (XOR, delta) leave the other elements as they are */
+    memset(ce->values, 0, n * esize);
+    for (size_t i = 0; i < count; i++)
+      memcpy(ce->values + (size_t)pos[i] * esize, values + i * esize, esize);
+    rc = consider_values(ce, dense_id, ce->values, n, esize, 0, out);
+  }
+  if (!rc && sparse) {
+    size_t varlen = dcr__positions_write(ce->pos_stream, pos, count);
+    rc = consider_values(ce, sparse_id, values, count, esize, varlen, out);
   }
   return rc;
 }

@@ -153,6 +153,27 @@ DCR_HIDDEN int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base,
                                  const uint8_t *target, size_t bytes, int dtype,
                                  dcr__encoded *out);
 
+/* The smallest encoding of changes known as values rather than from a chunk's
+ * bytes (a composition of bundles, squash/): `count` changes of one op
+ * (DCR__OP_*) at increasing positions pos, their values packed (XOR values, zigzag
+ * deltas or target elements), in a chunk of n elements. Tries the op's sparse and
+ * dense encodings, never DELTA_CLASSED (its classes need the base); a dense
+ * overwrite only when every element changes. Fills out's encoding, compression,
+ * count and data; the checks are the caller's. pos and values may be ce->pos and
+ * ce->old, which this does not touch. */
+DCR_HIDDEN int dcr__encode_changes(dcr__chunk_encoder *ce, int op, const uint32_t *pos,
+                                   const uint8_t *values, size_t count, size_t n,
+                                   unsigned esize, dcr__encoded *out);
+
+/* ---- encoder.c: the parts of a bundle around its chunks, shared with squash/ */
+/* The header (w->minor), MANI (read back first as a reader with the default
+ * limits would: R-WRT-2), RSIZ if an entry is resized, and META if meta_count. */
+DCR_HIDDEN int dcr__write_head(dcr__writer *w, const dcr__manifest *m, const dcr_limits *inputs,
+                               const dcr_meta *meta, size_t meta_count, dcr_detail *d);
+/* IDEN (from m's descriptors and hashes), INDX of index[0..index_count), FOOT. */
+DCR_HIDDEN int dcr__write_tail(dcr__writer *w, const dcr__manifest *m, const dcr__chunk *index,
+                               uint64_t index_count, dcr_detail *d);
+
 /* ---- chunk_decode.c: decoding and applying one chunk (§9, §10) */
 typedef struct {
   ZSTD_DCtx *dctx;

@@ -44,8 +44,7 @@ typedef struct {
   slot *slots;
   size_t slot_count;
   size_t buffer_size; /* the largest target chunk */
-  dcr__chunk *index;
-  uint64_t index_count, index_capacity;
+  dcr__index_builder index;
   XXH3_state_t base_hash, target_hash;
   uint32_t current; /* the entry being hashed */
   uint64_t done;    /* bytes taken, for progress */
@@ -97,16 +96,6 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
   s->rc = rc;
 }
 
-/* §6.5: what the reference writer codes against its base's common prefix: the
- * same dtype and rank, a shape that differs in its first dimension only (rows
- * added or dropped), or a raw file that grew or shrank. */
-static int resizable(const dcr__entry *en) {
-  const dcr__desc *b = &en->base, *t = &en->target;
-  return b->dtype == t->dtype && b->byte_length != t->byte_length && b->rank == t->rank &&
-         b->rank >= 1 && b->byte_length && t->byte_length &&
-         (b->rank == 1 || !memcmp(b->dims + 1, t->dims + 1, (b->rank - 1) * sizeof *b->dims));
-}
-
 /* Merges the two name-sorted tensor lists into manifest entries (§6.1). */
 static int build_manifest(encoder *e, dcr_detail *d) {
   const dcr__checkpoint *b = &e->ck[0], *t = &e->ck[1];
@@ -132,7 +121,7 @@ static int build_manifest(encoder *e, dcr_detail *d) {
       en->presence |= DCR__HAS_TARGET, en->target = y->desc, j++;
       if (y->raw_member) en->raw |= DCR__HAS_TARGET;
     }
-    en->resized = !c && e->opt->max_minor > 0 && resizable(en);
+    en->resized = !c && e->opt->max_minor > 0 && dcr__entry_resizable(en);
     e->stats.tensors_added += c > 0;
     e->stats.tensors_removed += c < 0;
     e->stats.tensors_recoded += !c && !dcr__entry_delta_coded(en) && !en->resized;
@@ -218,14 +207,8 @@ static void end_entry(encoder *e, uint32_t i) {
 }
 
 static int emit_chunk(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
-  if (e->index_count == e->index_capacity) {
-    uint64_t cap = e->index_capacity ? 2 * e->index_capacity : 256;
-    dcr__chunk *p = realloc(e->index, (size_t)cap * sizeof *p);
-    if (!p) return dcr__fail(d, DCR_E_NOMEM, "cannot grow the chunk index");
-    e->index = p;
-    e->index_capacity = cap;
-  }
-  dcr__chunk *c = &e->index[e->index_count++];
+  dcr__chunk *c = dcr__index_push(&e->index, d);
+  if (!c) return DCR_E_NOMEM;
   *c = (dcr__chunk){.tensor = jb->entry, .chunk = jb->chunk, .encoding = s->out.encoding,
                     .compression = s->out.compression, .count = s->out.count,
                     .base_check = s->out.base_check, .target_check = s->out.target_check,
@@ -278,23 +261,24 @@ static int run_jobs(encoder *e, dcr__pool *pool, dcr_detail *d) {
   return rc;
 }
 
-static int write_tail(encoder *e, dcr_detail *d) {
-  size_t n = dcr__iden_size(&e->man);
+int dcr__write_tail(dcr__writer *w, const dcr__manifest *m, const dcr__chunk *index,
+                    uint64_t index_count, dcr_detail *d) {
+  size_t n = dcr__iden_size(m);
   uint8_t *iden = malloc(n);
-  uint8_t *indx = malloc((size_t)e->index_count * DCR__RECORD_SIZE + 1);
+  uint8_t *indx = malloc((size_t)index_count * DCR__RECORD_SIZE + 1);
   uint64_t iden_offset = 0, indx_offset = 0;
   int rc = DCR_OK;
   if (!iden || !indx) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate identities and index");
   if (!rc) {
-    dcr__iden_write(&e->man, iden);
-    for (uint64_t i = 0; i < e->index_count; i++)
-      dcr__index_record_write(indx + i * DCR__RECORD_SIZE, &e->index[i]);
-    rc = dcr__writer_section(&e->w, DCR__SEC_IDEN, iden, n, NULL, 0, &iden_offset, d);
+    dcr__iden_write(m, iden);
+    for (uint64_t i = 0; i < index_count; i++)
+      dcr__index_record_write(indx + i * DCR__RECORD_SIZE, &index[i]);
+    rc = dcr__writer_section(w, DCR__SEC_IDEN, iden, n, NULL, 0, &iden_offset, d);
   }
   if (!rc)
-    rc = dcr__writer_section(&e->w, DCR__SEC_INDX, indx, (size_t)e->index_count * DCR__RECORD_SIZE,
+    rc = dcr__writer_section(w, DCR__SEC_INDX, indx, (size_t)index_count * DCR__RECORD_SIZE,
                              NULL, 0, &indx_offset, d);
-  if (!rc) rc = dcr__writer_footer(&e->w, iden_offset, indx_offset, e->index_count, d);
+  if (!rc) rc = dcr__writer_footer(w, iden_offset, indx_offset, index_count, d);
   free(iden);
   free(indx);
   return rc;
@@ -321,23 +305,24 @@ static int check_manifest(const uint8_t *buf, size_t n, const dcr_limits *inputs
   return DCR_OK;
 }
 
-static int write_head(encoder *e, dcr_detail *d) {
+int dcr__write_head(dcr__writer *w, const dcr__manifest *m, const dcr_limits *inputs,
+                    const dcr_meta *meta, size_t meta_count, dcr_detail *d) {
   uint8_t *buf = NULL;
   size_t n = 0;
-  int rc = dcr__writer_header(&e->w, d);
-  if (!rc && dcr__manifest_serialize(&e->man, &buf, &n))
+  int rc = dcr__writer_header(w, d);
+  if (!rc && dcr__manifest_serialize(m, &buf, &n))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot serialize the manifest");
-  if (!rc) rc = check_manifest(buf, n, &e->lim, e->w.minor, d);
-  if (!rc) rc = dcr__writer_packed_section(&e->w, DCR__SEC_MANI, buf, n, d);
+  if (!rc) rc = check_manifest(buf, n, inputs, w->minor, d);
+  if (!rc) rc = dcr__writer_packed_section(w, DCR__SEC_MANI, buf, n, d);
   free(buf);
   buf = NULL;
-  if (!rc && dcr__rsiz_write(&e->man, &buf, &n)) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-  if (!rc && n) rc = dcr__writer_section(&e->w, DCR__SEC_RSIZ, buf, n, NULL, 0, NULL, d);
+  if (!rc && dcr__rsiz_write(m, &buf, &n)) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  if (!rc && n) rc = dcr__writer_section(w, DCR__SEC_RSIZ, buf, n, NULL, 0, NULL, d);
   free(buf);
   buf = NULL;
-  if (!rc && e->opt->meta_count) {
-    rc = dcr__meta_serialize(e->opt->meta, e->opt->meta_count, &buf, &n, d);
-    if (!rc) rc = dcr__writer_packed_section(&e->w, DCR__SEC_META, buf, n, d);
+  if (!rc && meta_count) {
+    rc = dcr__meta_serialize(meta, meta_count, &buf, &n, d);
+    if (!rc) rc = dcr__writer_packed_section(w, DCR__SEC_META, buf, n, d);
     free(buf);
   }
   return rc;
@@ -414,7 +399,7 @@ static void encoder_free(encoder *e) {
   free(e->table);
   free(e->man.entries);
   free(e->jobs);
-  free(e->index);
+  free(e->index.records);
 }
 
 /* The options' layout is the ABI ("Growing structs" in dcr.h). */
@@ -458,31 +443,15 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   if (!rc && dcr__pool_create(&pool, threads))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot start threads");
   if (!rc) rc = make_slots(&e, dcr__pool_window(pool), d);
-  if (!rc) rc = write_head(&e, d);
+  if (!rc) rc = dcr__write_head(&e.w, &e.man, &e.lim, opt->meta, opt->meta_count, d);
   if (!rc) rc = run_jobs(&e, pool, d);
-  if (!rc) rc = write_tail(&e, d);
+  if (!rc) rc = dcr__write_tail(&e.w, &e.man, e.index.records, e.index.count, d);
   dcr__pool_free(pool);
   e.stats.bundle_size = e.w.offset;
   e.stats.target_size = e.ck[1].file_size;
   if (stats) *stats = e.stats;
   encoder_free(&e);
   return rc;
-}
-
-/* dcr_encode_file's sink: the atomic output's temporary file, front to back. */
-typedef struct {
-  dcr__atomic out;
-  uint64_t at;
-  int error; /* errno of a failed write */
-} file_sink;
-
-static int write_file(void *opaque, const void *data, size_t size) {
-  file_sink *f = opaque;
-  dcr_detail d;
-  dcr__detail_init(&d);
-  if (dcr__pwrite_full(f->out.fd, data, size, f->at, &d)) return f->error = errno ? errno : EIO, -1;
-  f->at += size;
-  return 0;
 }
 
 int dcr_encode_file(const char *base_path, const char *target_path, const char *out_path,
@@ -492,11 +461,11 @@ int dcr_encode_file(const char *base_path, const char *target_path, const char *
   dcr__detail_init(d);
   dcr_encode_options defaults;
   if (!opt) dcr_encode_options_default(&defaults), opt = &defaults;
-  file_sink f = {.at = 0};
+  dcr__file_sink f = {.at = 0};
   unsigned flags = (opt->no_replace ? 0 : DCR__ATOMIC_REPLACE) | (opt->no_sync ? 0 : DCR__ATOMIC_SYNC);
   int rc = dcr__atomic_open(&f.out, out_path, flags, d);
   if (rc) return rc;
-  rc = dcr_encode(base_path, target_path, opt, write_file, &f, stats, d);
+  rc = dcr_encode(base_path, target_path, opt, dcr__file_sink_write, &f, stats, d);
   if (rc == DCR_E_IO && f.error) { /* the output's fault: say so, and why */
     snprintf(d->file, sizeof d->file, "%s", out_path);
     snprintf(d->message, sizeof d->message, "cannot write the bundle: %s", strerror(f.error));

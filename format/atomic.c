@@ -198,3 +198,12 @@ void dcr__atomic_abort(dcr__atomic *a) {
   a->fd = a->dir_fd = -1;
   a->tmp_name[0] = 0;
 }
+
+int dcr__file_sink_write(void *opaque, const void *data, size_t size) {
+  dcr__file_sink *f = opaque;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  if (dcr__pwrite_full(f->out.fd, data, size, f->at, &d)) return f->error = errno ? errno : EIO, -1;
+  f->at += size;
+  return 0;
+}

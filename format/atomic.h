@@ -49,4 +49,14 @@ DCR_HIDDEN int dcr__atomic_commit(dcr__atomic *a, dcr_detail *d);
 /* Closes and removes the temporary file; safe after a failed open or a commit. */
 DCR_HIDDEN void dcr__atomic_abort(dcr__atomic *a);
 
+/* A sink (dcr_write_fn) that writes an atomic output's temporary file front to
+ * back, for a bundle writer; `error` keeps the errno of a failed write, so that
+ * the caller can say the output was at fault, and why. */
+typedef struct {
+  dcr__atomic out;
+  uint64_t at;
+  int error;
+} dcr__file_sink;
+DCR_HIDDEN int dcr__file_sink_write(void *opaque, const void *data, size_t size);
+
 #endif

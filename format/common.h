@@ -94,6 +94,11 @@ DCR_HIDDEN int dcr__dtype_lookup(const char *name, size_t length, unsigned minor
 /* Strict UTF-8 (RFC 3629): no overlongs, no surrogates, nothing above U+10FFFF. */
 DCR_HIDDEN int dcr__utf8_valid(const uint8_t *s, size_t n);
 
+/* n bytes as 2n lower-case hex digits and a NUL; and back from exactly 32 of
+ * them (-1 for anything else: one spelling per digest). */
+DCR_HIDDEN void dcr__hex(const uint8_t *p, size_t n, char *out);
+DCR_HIDDEN int dcr__unhex16(const char *s, uint8_t out[16]);
+
 /* Bytewise comparison of two names, shorter first on a common prefix. */
 DCR_HIDDEN int dcr__name_cmp(const char *a, size_t na, const char *b, size_t nb);
 

@@ -130,6 +130,10 @@ DCR_HIDDEN int dcr__set_table_write(const dcr__checkpoint *target, const dcr__ch
 DCR_HIDDEN int dcr__rsiz_parse(const uint8_t *p, size_t length, dcr__manifest *m, dcr_detail *d);
 /* The payload for m's resized entries, or *length 0 if none. */
 DCR_HIDDEN int dcr__rsiz_write(const dcr__manifest *m, uint8_t **out, size_t *length);
+/* Whether the reference writer lists an entry present on both sides as resized:
+ * the same dtype and rank, two byte lengths, and a shape that differs in its
+ * first dimension only (or a raw file that grew or shrank). */
+DCR_HIDDEN int dcr__entry_resizable(const dcr__entry *e);
 DCR_HIDDEN uint64_t dcr__chunk_count(uint64_t byte_length, uint32_t chunk_size);
 /* Bytes in chunk c of entry e's target: chunk_size, or less for the last chunk. */
 DCR_HIDDEN size_t dcr__chunk_bytes(const dcr__manifest *m, const dcr__entry *e, uint64_t c);
@@ -164,6 +168,14 @@ typedef struct {
   uint64_t payload_length; /* of the CHNK section */
 } dcr__chunk;
 
+/* A writer's chunk index (record.c): room for one more record at the end, which
+ * is returned (NULL, with DCR_E_NOMEM in d, if it cannot grow). */
+typedef struct {
+  dcr__chunk *records;
+  uint64_t count, capacity;
+} dcr__index_builder;
+DCR_HIDDEN dcr__chunk *dcr__index_push(dcr__index_builder *x, dcr_detail *d);
+
 DCR_HIDDEN void dcr__chunk_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c);
 /* The record parsers only read fields; the checks follow the order of checks. */
 DCR_HIDDEN void dcr__chunk_record_parse(const uint8_t *p, dcr__chunk *c);
@@ -183,6 +195,12 @@ DCR_HIDDEN int dcr__meta_parse(const uint8_t *p, size_t length, const dcr_limits
                                dcr__metadata *out, dcr_detail *d);
 DCR_HIDDEN int dcr__meta_serialize(const dcr_meta *pairs, size_t count, uint8_t **out,
                                    size_t *length, dcr_detail *d);
+/* The standard keys (§6.4.1): a value they do not allow fails with DCR_E_MANIFEST,
+ * naming the key. Other keys pass. */
+#define DCR__STEP_MAX ((uint64_t)1 << 53) /* exact in every JSON reader */
+DCR_HIDDEN int dcr__meta_standard_check(const char *key, const char *value, dcr_detail *d);
+/* Parses a step as §6.4.1 writes it; -1 if it is not one. */
+DCR_HIDDEN int dcr__meta_step(const char *value, uint64_t *step);
 DCR_HIDDEN void dcr__meta_free(dcr__metadata *m);
 
 /* ---- writer.c: emits a bundle in order through a sink (§4) */

@@ -92,6 +92,8 @@ int dcr__meta_serialize(const dcr_meta *pairs, size_t count, uint8_t **out, size
                      sorted[i].key);
     else if (i && !strcmp(sorted[i - 1].key, sorted[i].key))
       rc = dcr__fail(d, DCR_E_ARGUMENT, "metadata key \"%.64s\" given twice", sorted[i].key);
+    else if (dcr__meta_standard_check(sorted[i].key, sorted[i].value, d))
+      rc = DCR_E_ARGUMENT; /* a writer's input, not a reader's verdict */
     size += 6 + k + v;
   }
   uint8_t *buf = rc ? NULL : malloc(size);
@@ -137,5 +139,35 @@ int dcr__meta_serialize(const dcr_meta *pairs, size_t count, uint8_t **out, size
   }
   *out = buf;
   *length = size;
+  return DCR_OK;
+}
+
+/* ---- the standard keys (SPEC.md §6.4.1) */
+
+int dcr__meta_step(const char *value, uint64_t *step) {
+  size_t n = strlen(value);
+  if (n == 0 || n > 16 || (value[0] == '0' && n > 1)) return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (value[i] < '0' || value[i] > '9') return -1;
+    v = v * 10 + (uint64_t)(value[i] - '0');
+  }
+  if (v >= DCR__STEP_MAX) return -1;
+  *step = v;
+  return 0;
+}
+
+int dcr__meta_standard_check(const char *key, const char *value, dcr_detail *d) {
+  uint64_t step;
+  uint8_t digest[16];
+  size_t n = strlen(value);
+  if (!strcmp(key, "step") && dcr__meta_step(value, &step))
+    return dcr__fail(d, DCR_E_MANIFEST, "metadata 'step' is '%.64s': a decimal integer below 2^53 "
+                     "without leading zeros (SPEC.md §6.4.1)", value);
+  if (!strcmp(key, "parent_bundle") && dcr__unhex16(value, digest))
+    return dcr__fail(d, DCR_E_MANIFEST, "metadata 'parent_bundle' is '%.64s': 32 lower-case hex digits, "
+                     "the parent bundle's XXH3-128 as xxh128sum prints it (SPEC.md §6.4.1)", value);
+  if ((!strcmp(key, "run_id") || !strcmp(key, "trainer")) && (n == 0 || n > 256))
+    return dcr__fail(d, DCR_E_MANIFEST, "metadata '%s' has %zu bytes: 1 to 256 (SPEC.md §6.4.1)", key, n);
   return DCR_OK;
 }

@@ -1,7 +1,20 @@
 /*
  * record.c - chunk records (SPEC.md §8.2) and index records (§8.3).
  */
+#include <stdlib.h>
+
 #include "format.h"
+
+dcr__chunk *dcr__index_push(dcr__index_builder *x, dcr_detail *d) {
+  if (x->count == x->capacity) {
+    uint64_t cap = x->capacity ? 2 * x->capacity : 256;
+    dcr__chunk *p = realloc(x->records, (size_t)cap * sizeof *p);
+    if (!p) return dcr__fail(d, DCR_E_NOMEM, "cannot grow the chunk index"), NULL;
+    x->records = p;
+    x->capacity = cap;
+  }
+  return &x->records[x->count++];
+}
 
 void dcr__chunk_record_write(uint8_t out[DCR__RECORD_SIZE], const dcr__chunk *c) {
   dcr__put32(out, c->tensor);

@@ -46,3 +46,13 @@ int dcr__rsiz_write(const dcr__manifest *m, uint8_t **out, size_t *length) {
   *length = 4 + 4 * (size_t)count;
   return DCR_OK;
 }
+
+/* §6.5: what the reference writer codes against its base's common prefix: the
+ * same dtype and rank, a shape that differs in its first dimension only (rows
+ * added or dropped), or a raw file that grew or shrank. */
+int dcr__entry_resizable(const dcr__entry *en) {
+  const dcr__desc *b = &en->base, *t = &en->target;
+  return b->dtype == t->dtype && b->byte_length != t->byte_length && b->rank == t->rank &&
+         b->rank >= 1 && b->byte_length && t->byte_length &&
+         (b->rank == 1 || !memcmp(b->dims + 1, t->dims + 1, (b->rank - 1) * sizeof *b->dims));
+}

@@ -1,7 +1,12 @@
 /*
- * text.c - the rules for names: strict UTF-8 and bytewise order (SPEC.md §6.2).
+ * text.c - the rules for names: strict UTF-8 and bytewise order (SPEC.md §6.2);
+ * digests as lower-case hex, the one spelling JSON documents use.
  */
+#include <string.h>
+
 #include "common.h"
+
+static const char hexdigits[] = "0123456789abcdef";
 
 int dcr__utf8_valid(const uint8_t *s, size_t n) {
   size_t i = 0;
@@ -33,4 +38,24 @@ int dcr__name_cmp(const char *a, size_t na, const char *b, size_t nb) {
   int c = memcmp(a, b, na < nb ? na : nb);
   if (c) return c;
   return (na > nb) - (na < nb);
+}
+
+void dcr__hex(const uint8_t *p, size_t n, char *out) {
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = hexdigits[p[i] >> 4];
+    out[2 * i + 1] = hexdigits[p[i] & 15];
+  }
+  out[2 * n] = 0;
+}
+
+/* 32 lower-case hex digits, exactly: one spelling per digest. */
+int dcr__unhex16(const char *s, uint8_t out[16]) {
+  if (strlen(s) != 32) return -1;
+  for (int i = 0; i < 32; i++) {
+    const char *c = s[i] ? strchr(hexdigits, s[i]) : NULL;
+    if (!c) return -1;
+    unsigned v = (unsigned)(c - hexdigits);
+    out[i / 2] = (uint8_t)(i & 1 ? out[i / 2] | v : v << 4);
+  }
+  return 0;
 }

@@ -550,6 +550,72 @@ static void set_seeds(void) {
 }
 
 
+/* ---- history archives (SPEC.md §19) for fuzz_history: option byte 1 (verify)
+ * or 3 (extract step first + 1), then a two-step run of the fixed base kept in
+ * each container; option byte 0, then an index document. */
+static void history_seeds(const fuzz_buf *base) {
+  fuzz_buf t1 = {0}, t2 = {0}, b = {0};
+  fuzz_put(&t1, base->p, base->n);
+  flip(&t1, 4800 + 10 + 100, 0x01);
+  fuzz_put(&t2, t1.p, t1.n);
+  flip(&t2, 4800 + 3, 0x10);
+  const char *k = fuzz_path(0, "step0"), *s1 = fuzz_path(1, "step1"), *s2 = fuzz_path(2, "step2");
+  fuzz_write_file(k, base->p, base->n);
+  fuzz_write_file(s1, t1.p, t1.n);
+  fuzz_write_file(s2, t2.p, t2.n);
+  static const char *const names[] = {"b1.dcr", "b2.dcr"};
+  char bundles[2][320];
+  for (int i = 0; i < 2; i++) {
+    dcr_encode_options o;
+    dcr_encode_options_default(&o);
+    o.chunk_size = 4096;
+    o.threads = 1;
+    dcr_meta meta[] = {{"run_id", "fuzz"}, {"step", i ? "2" : "1"}};
+    o.meta = meta;
+    o.meta_count = 2;
+    snprintf(bundles[i], sizeof bundles[i], "%s", fuzz_path(3, names[i]));
+    FUZZ_ASSERT(dcr_encode_file(i ? s1 : k, i ? s2 : s1, bundles[i], &o, NULL, NULL) == DCR_OK);
+  }
+  static const char *const archives[] = {"run.tar", "run.tar.zst", "run.zip"};
+  const char *chain[] = {bundles[0], bundles[1]};
+  for (int c = 0; c < 3; c++) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", fuzz_dir(), archives[c]);
+    dcr_history_options o;
+    dcr_history_options_default(&o);
+    o.threads = 1;
+    o.sync = 0;
+    o.keyframe_every = c == 0 ? 2 : 0;
+    FUZZ_ASSERT(dcr_history_create(path, k, chain, 2, &o, NULL) == DCR_OK);
+    FILE *f = fopen(path, "rb");
+    FUZZ_ASSERT(f);
+    for (uint8_t opt = 1; opt <= 7; opt += 2) { /* verify; extract steps 0 and 1; verify again */
+      b.n = 0;
+      fuzz_put(&b, &opt, 1);
+      rewind(f);
+      uint8_t buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, f)) > 0) fuzz_put(&b, buf, n);
+      char name[64];
+      snprintf(name, sizeof name, "%s-%u", archives[c], opt);
+      if (opt != 7) save("history", name, b.p, b.n);
+      if (c == 0 && opt == 1) { /* the index alone: the tar's first member */
+        size_t size = (size_t)strtoull((const char *)b.p + 1 + 124, NULL, 8);
+        uint8_t zero = 0;
+        fuzz_buf x = {0};
+        fuzz_put(&x, &zero, 1);
+        fuzz_put(&x, b.p + 1 + 512, size);
+        save("history", "index.json", x.p, x.n);
+        fuzz_buf_free(&x);
+      }
+    }
+    fclose(f);
+  }
+  fuzz_buf_free(&t1);
+  fuzz_buf_free(&t2);
+  fuzz_buf_free(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) root = argv[1];
   if (mkdir(root, 0777) && errno != EEXIST) perror(root), exit(1);
@@ -639,6 +705,7 @@ int main(int argc, char **argv) {
   }
   journals();
   set_seeds();
+  history_seeds(&base);
   fuzz_buf_free(&base);
   fuzz_buf_free(&t);
   fuzz_buf_free(&raw);

@@ -87,7 +87,8 @@ DCR_API const char *dcr_version_string(void);
   X(E_TARGET_MISMATCH, 22, "applying the bundle does not reproduce the target")      \
   X(E_CHECKPOINT, 23, "input checkpoint is not valid safetensors")                   \
   X(E_INTERRUPTED, 24, "interrupted")                                               \
-  X(E_JOURNAL, 25, "an apply journal is malformed or does not fit its checkpoint")
+  X(E_JOURNAL, 25, "an apply journal is malformed or does not fit its checkpoint")   \
+  X(E_ARCHIVE, 26, "a history archive is malformed or disagrees with its index")
 
 typedef enum {
 #define DCR_ENUM_(name, num, msg) DCR_##name = num,
@@ -641,6 +642,151 @@ DCR_API void dcr_checkpoint_set_progress(dcr_checkpoint *ck, dcr_progress_fn pro
  * does not depend on it. */
 DCR_API int dcr_checkpoint_state_id(dcr_checkpoint *ck, unsigned threads, uint8_t out[16],
                                     dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* History archives (SPEC.md §19)                                            */
+/*
+ * A training run's chain of bundles, with keyframes (whole checkpoints), in a
+ * tar, tar.zst or zip file that tar and unzip open: an index member first, then
+ * the members in step order, so that any step is rebuilt in one pass over the
+ * archive, from a pipe too. Keyframes and bundles are safetensors-kind (§2.1).
+ */
+typedef enum { DCR_HISTORY_KEYFRAME = 1, DCR_HISTORY_BUNDLE = 2 } dcr_history_kind;
+typedef enum { DCR_HISTORY_TAR = 1, DCR_HISTORY_TAR_ZSTD = 2, DCR_HISTORY_ZIP = 3 } dcr_history_container;
+
+typedef struct dcr_history dcr_history;
+
+typedef struct {
+  unsigned threads;           /* 0 = dcr_default_threads() */
+  /* extract: how each bundle after the keyframe is checked (DCR_VERIFY_*; default
+   * DCR_VERIFY_CHUNK); the result's state id is checked at the end unless NONE. */
+  int verify;
+  int sync;                   /* 1 (default): fsync outputs before putting them in place */
+  int no_replace;             /* 1: never replace an existing output (extract, create) */
+  uint64_t max_target_size;   /* extract: refuse a larger checkpoint (0: no cap) */
+  int container;              /* create: DCR_HISTORY_*; 0 (default): from the name's
+                                 suffix (.tar, .tar.zst or .tzst, .zip) */
+  uint64_t keyframe_every;    /* create, append: a keyframe at every step that is a
+                                 multiple of it, built from the chain; 0 keeps the
+                                 archive's (none, for create) */
+  uint64_t first_step;        /* create: the keyframe's step (default 0) */
+  const char *run_id;         /* create: the run the archive keeps (default: the
+                                 first bundle's run_id metadata, if any) */
+  const char *temp_dir;       /* verify: where a keyframe is hashed; NULL: TMPDIR,
+                                 else /tmp */
+  const volatile int *cancel; /* non-zero stops with DCR_E_INTERRUPTED */
+  uint64_t reserved_[8];
+} dcr_history_options;
+
+DCR_API void dcr_history_options_default(dcr_history_options *options);
+
+/* Opens an archive and reads its index (its first member), checking every rule
+ * of §19.3: DCR_E_ARCHIVE, DCR_E_VERSION, DCR_E_TRUNCATED. The members are read
+ * later, once, by dcr_history_extract or dcr_history_verify. _fd reads a pipe or
+ * any descriptor, which stays the caller's. */
+DCR_API int dcr_history_open(dcr_history **history, const char *path, const dcr_limits *limits,
+                             dcr_detail *detail);
+DCR_API int dcr_history_open_fd(dcr_history **history, int fd, const dcr_limits *limits,
+                                dcr_detail *detail);
+DCR_API void dcr_history_free(dcr_history *history);
+
+typedef struct {
+  int container;            /* dcr_history_container */
+  unsigned version_major, version_minor; /* of the layout (§19.5) */
+  uint64_t member_count;
+  uint64_t first_step, last_step;
+  uint64_t keyframe_every;  /* 0: none declared */
+  const char *run_id;       /* NULL: none; valid while the history lives */
+  uint64_t reserved_[6];
+} dcr_history_summary;
+
+DCR_API void dcr_history_info(const dcr_history *history, dcr_history_summary *info);
+
+typedef struct {
+  int kind;                 /* dcr_history_kind */
+  uint64_t step;
+  const char *name;         /* the member's path in the archive */
+  uint64_t size;
+  uint8_t digest[16];       /* XXH3-128 of its bytes, as xxh128sum prints it */
+  uint8_t base_state[16];   /* bundle: the state it applies to; keyframe: zeros */
+  uint8_t state[16];        /* the state the step ends in: the keyframe's, the bundle's target */
+  uint64_t meta_count;      /* bundle: its metadata pairs */
+  uint64_t reserved_[4];
+} dcr_history_member;
+
+/* i < member_count, in archive order. Strings stay valid while the history lives. */
+DCR_API void dcr_history_member_get(const dcr_history *history, uint64_t i, dcr_history_member *member);
+/* j < member.meta_count, in key order. */
+DCR_API void dcr_history_member_meta(const dcr_history *history, uint64_t i, uint64_t j, dcr_meta *meta);
+/* The first step whose state is `state`; DCR_E_ARGUMENT if no step has it. */
+DCR_API int dcr_history_find_state(const dcr_history *history, const uint8_t state[16], uint64_t *step,
+                                   dcr_detail *detail);
+
+/* Rebuilds the checkpoint of `step` at out_path, reading the archive once: the
+ * nearest keyframe at or before it, then each bundle after it applied in place
+ * to one work file beside out_path (no intermediate checkpoint), which appears
+ * at out_path only when every check has passed. Consumes the history: one call
+ * of extract or verify per open. */
+DCR_API int dcr_history_extract(dcr_history *history, uint64_t step, const char *out_path,
+                                const dcr_history_options *options, dcr_detail *detail);
+/* Reads every member: each one's size and digest, each bundle whole (§15) with
+ * its state ids and metadata as the index says, each keyframe's state id. With
+ * the index's chain rules, that checks every link. Consumes the history. */
+DCR_API int dcr_history_verify(dcr_history *history, const dcr_history_options *options,
+                               dcr_detail *detail);
+
+/* Writes a new archive at path: the keyframe checkpoint, then the bundles in
+ * order (as dcr_history_append takes them). Atomic: path appears whole or not at
+ * all. */
+DCR_API int dcr_history_create(const char *path, const char *keyframe_path,
+                               const char *const *bundle_paths, size_t bundle_count,
+                               const dcr_history_options *options, dcr_detail *detail);
+/* Adds bundles to the archive at path, each the next step: its base must be the
+ * state the archive ends in (DCR_E_BASE_MISMATCH), its metadata must agree with
+ * the archive (step, run_id, parent_bundle: DCR_E_ARCHIVE). The archive is
+ * rewritten beside itself and renamed over (its container kept), so that a crash
+ * leaves the old one or the new one; concurrent appends are serialized by an
+ * flock on the archive. Keyframes due by keyframe_every are built from the chain. */
+DCR_API int dcr_history_append(const char *path, const char *const *bundle_paths, size_t bundle_count,
+                               const dcr_history_options *options, dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Squash: consecutive bundles made one (SPEC.md §10.4)                      */
+
+typedef struct {
+  int level;          /* zstd level of chunks coded anew, MANI and META; 0 stores;
+                         default 3 (chunks taken whole keep theirs) */
+  unsigned threads;   /* 0 = dcr_default_threads(); the bytes do not depend on it */
+  int max_minor;      /* the newest format 1.x the result may need; -1 (the default):
+                         the newest of the bundles' (1.1 bundles squash to 1.1 or less) */
+  int no_replace;     /* 1: never replace a file at out_path */
+  int no_sync;        /* 1: no fsync (survives a killed process, not a power loss) */
+  uint32_t reserved32_;
+  dcr_progress_fn progress; /* optional: bytes of chunks made, of the total */
+  void *progress_opaque;
+  const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
+  uint64_t max_memory;      /* as dcr_limits.max_memory; 0 = its default */
+  uint64_t reserved_[6];
+} dcr_squash_options;
+
+DCR_API void dcr_squash_options_default(dcr_squash_options *options);
+
+/* Writes to out_path one bundle that takes the base of bundle_paths[0] to the
+ * target of bundle_paths[count - 1], each bundle's base being the target of the one
+ * before (else DCR_E_BASE_MISMATCH, naming the two). The result has b1's base side,
+ * bn's target side, prefix and metadata. Chunks are composed without the base
+ * where their changes compose (XOR with XOR, ULP delta with ULP delta, an overwrite
+ * touched once); where they do not (DELTA_CLASSED chunks, mixed changes, tensors
+ * added, recoded or resized along the chain) the chunk is rebuilt from the base
+ * at base_path, which is then checked whole (DCR_E_BASE_MISMATCH) before anything is
+ * written; without one such a chunk fails with DCR_E_ARGUMENT, naming it. Sets
+ * (DCR_KIND_SET) and bundles of different chunk sizes are refused
+ * (DCR_E_ARGUMENT). Atomic as dcr_encode_file; an out_path that is one of the
+ * inputs is refused (DCR_E_ARGUMENT). options may be NULL; stats as dcr_encode's
+ * (elements and chunks: the target's). */
+DCR_API int dcr_squash(const char *const *bundle_paths, size_t count, const char *base_path,
+                       const char *out_path, const dcr_squash_options *options,
+                       dcr_encode_stats *stats, dcr_detail *detail);
 
 #ifdef __cplusplus
 }

@@ -9,11 +9,14 @@
  *   changes.c  dcr_changes: decoded changes for memory the library cannot touch
  *   journal.c  the apply journal (§18): writing, reading, replaying, recovering
  *   inplace.c  dcr_patch_file: in-place file apply through the journal
+ *   series.c   the work file of a chain of bundles (dcr apply's series, history
+ *              extract): patched in place, copied where the layout changes
  */
 #ifndef DCR_REFIT_H
 #define DCR_REFIT_H
 
 #include "../codec/codec.h"
+#include "../format/atomic.h"
 
 /* Faults injected into the write path, for tests: the k-th write (1-based) fails
  * with `error` after writing `torn` bytes of it, or the k-th fsync fails. */
@@ -134,5 +137,25 @@ DCR_HIDDEN int dcr__journal_path(const char *ckpt, char *out, size_t size, dcr_d
 /* dcr_journal_recover on an open, locked checkpoint. */
 DCR_HIDDEN int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threads,
                                     dcr__faults *faults, int *recovered, dcr_detail *d);
+
+/* ---- series.c: a chain of bundles applied to one work file, a hidden temporary
+ * beside its destination that is committed there at the end. It has a name
+ * because a patch opens it by path (and journals beside it); it is never synced
+ * before the commit, since nothing sees it until then. */
+typedef struct {
+  dcr__atomic a;
+  const char *beside; /* the destination: where every work file of the chain goes */
+  unsigned flags;     /* DCR__ATOMIC_* of the commit */
+  char path[4200];
+} dcr__work;
+
+DCR_HIDDEN int dcr__work_open(dcr__work *w, const char *beside, unsigned flags, dcr_detail *d);
+/* Applies r to the work file, which holds r's base: patched in place at `verify`
+ * (DCR_VERIFY_*) or, where the bundle changes the layout, copied with every check
+ * of §10 into a new work file that replaces it. */
+DCR_HIDDEN int dcr__work_apply(dcr__work *w, dcr_reader *r, int verify, const dcr_apply_options *opt,
+                               dcr_detail *d);
+/* dcr_apply_to's sink for a file descriptor (an int *). */
+DCR_HIDDEN int dcr__write_fd(void *opaque, const void *data, size_t size);
 
 #endif

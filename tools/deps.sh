@@ -23,8 +23,13 @@ command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-chec
 command -v zstd >/dev/null 2>&1 || need="$need zstd"   # tools/spec_example.py decompresses frames
 command -v groff >/dev/null 2>&1 || need="$need groff-base"   # tests/readme_test.sh renders doc/dcr.1
 command -v readelf >/dev/null 2>&1 || need="$need binutils"   # tests/abi_test.sh: nm, readelf
-for pair in libzstd:libzstd-dev libxxhash:libxxhash-dev jansson:libjansson-dev cmocka:libcmocka-dev; do
+for pair in libzstd:libzstd-dev libxxhash:libxxhash-dev jansson:libjansson-dev cmocka:libcmocka-dev \
+            libarchive:libarchive-dev; do
   pkg-config --exists "${pair%%:*}" 2>/dev/null || need="$need ${pair#*:}"
+done
+# tests/install_test.sh links statically too: libarchive's own libraries, as .a files
+for pair in acl:libacl1-dev lz4:liblz4-dev bz2:libbz2-dev xml2:libxml2-dev nettle:nettle-dev; do
+  [ "$(cc -print-file-name="lib${pair%%:*}.a" 2>/dev/null)" != "lib${pair%%:*}.a" ] || need="$need ${pair#*:}"
 done
 [ -z "$need" ] && exit 0
 echo "deps: installing$need" >&2

@@ -1,0 +1,191 @@
+/*
+ * container.c - the containers of a history archive (SPEC.md §19.1), through
+ * libarchive: tar (pax), tar compressed whole with zstd, and zip with stored
+ * members. Only these are read, so that an archive another tool would not open
+ * the same way is refused, not guessed at. Members are written with fixed
+ * owners, modes and times, so that the same members make the same bytes.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "history.h"
+
+struct dcr__hreader {
+  struct archive *a;
+  struct archive_entry *e;
+  int container;
+};
+
+struct dcr__hwriter {
+  struct archive *a;
+  struct archive_entry *e;
+};
+
+/* libarchive says "Truncated tar archive", "Truncated input file" and the like
+ * for an input that stops early, whatever the container. */
+static int fail_archive(struct archive *a, dcr_detail *d, const char *what) {
+  const char *msg = archive_error_string(a);
+  if (!msg) msg = "unknown libarchive error";
+  int code = strstr(msg, "runcat") || strstr(msg, "premature") || strstr(msg, "Premature")
+                 ? DCR_E_TRUNCATED : DCR_E_ARCHIVE;
+  return dcr__fail(d, code, "%s: %s", what, msg);
+}
+
+int dcr__hreader_open(dcr__hreader **out, const char *path, int fd, const void *memory,
+                      size_t memory_size, dcr_detail *d) {
+  *out = NULL;
+  dcr__hreader *r = calloc(1, sizeof *r);
+  if (!r || !(r->a = archive_read_new())) {
+    free(r);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate an archive reader");
+  }
+  archive_read_support_filter_zstd(r->a);
+  archive_read_support_format_tar(r->a);
+  /* A zip is read by its central directory where the input can seek, so that a
+   * zip cut short in its directory is refused as unzip refuses it; a pipe can
+   * only be read by the members' local headers. */
+  struct stat st;
+  int seekable = path || (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode));
+  if (seekable) archive_read_support_format_zip_seekable(r->a);
+  else archive_read_support_format_zip_streamable(r->a);
+  int la = memory ? archive_read_open_memory(r->a, memory, memory_size)
+           : path ? archive_read_open_filename(r->a, path, 1 << 16)
+                  : archive_read_open_fd(r->a, fd, 1 << 16);
+  if (la != ARCHIVE_OK) {
+    /* Opening reads the first block and tells the format: a file that cannot be
+     * read is an I/O error, one that is not an archive libarchive was asked to
+     * read is not a history archive. */
+    int e = archive_errno(r->a);
+    int rc = e > 0 && e != EILSEQ && e != EINVAL
+                 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", archive_error_string(r->a))
+                 : fail_archive(r->a, d, "not a tar, tar.zst or zip file (SPEC.md §19.1)");
+    dcr__hreader_free(r);
+    return rc;
+  }
+  *out = r;
+  return DCR_OK;
+}
+
+void dcr__hreader_free(dcr__hreader *r) {
+  if (!r) return;
+  archive_read_free(r->a);
+  free(r);
+}
+
+int dcr__hreader_next(dcr__hreader *r, const char **name, uint64_t *size, int *regular, int *err,
+                      dcr_detail *d) {
+  int la = archive_read_next_header(r->a, &r->e);
+  if (la == ARCHIVE_EOF) return 0;
+  if (la != ARCHIVE_OK) { /* a warning too: a header libarchive had to repair */
+    *err = fail_archive(r->a, d, "reading the archive");
+    if (*err == DCR_E_ARCHIVE && archive_file_count(r->a) == 0 &&
+        !strcmp(archive_error_string(r->a) ? archive_error_string(r->a) : "", "Unrecognized archive format"))
+      dcr__fail(d, DCR_E_ARCHIVE, "not a tar, tar.zst or zip file (SPEC.md §19.1)");
+    return -1;
+  }
+  int format = archive_format(r->a) & ARCHIVE_FORMAT_BASE_MASK;
+  int filter = archive_filter_code(r->a, 0);
+  /* libarchive names a zip entry's format by its method: "ZIP 1.0 (uncompressed)"
+   * for a stored one, the only method §19.1 allows. */
+  if (format == ARCHIVE_FORMAT_ZIP && filter == ARCHIVE_FILTER_NONE &&
+      !strstr(archive_format_name(r->a), "uncompressed")) {
+    *err = dcr__fail(d, DCR_E_ARCHIVE, "zip member '%.64s' is compressed (%s): members are stored "
+                     "(SPEC.md §19.1)", archive_entry_pathname(r->e) ? archive_entry_pathname(r->e) : "",
+                     archive_format_name(r->a));
+    return -1;
+  }
+  if (format == ARCHIVE_FORMAT_ZIP && filter == ARCHIVE_FILTER_NONE) r->container = DCR_HISTORY_ZIP;
+  else if (format == ARCHIVE_FORMAT_TAR && filter == ARCHIVE_FILTER_NONE) r->container = DCR_HISTORY_TAR;
+  else if (format == ARCHIVE_FORMAT_TAR && filter == ARCHIVE_FILTER_ZSTD) r->container = DCR_HISTORY_TAR_ZSTD;
+  else {
+    *err = dcr__fail(d, DCR_E_ARCHIVE, "a %s archive%s%s: only tar, tar.zst and zip (SPEC.md §19.1)",
+                     archive_format_name(r->a), filter != ARCHIVE_FILTER_NONE ? " compressed with " : "",
+                     filter != ARCHIVE_FILTER_NONE ? archive_filter_name(r->a, 0) : "");
+    return -1;
+  }
+  *name = archive_entry_pathname(r->e);
+  if (!*name) *name = "";
+  *size = archive_entry_size_is_set(r->e) && archive_entry_size(r->e) >= 0 ? (uint64_t)archive_entry_size(r->e)
+                                                                           : UINT64_MAX;
+  *regular = archive_entry_filetype(r->e) == AE_IFREG && !archive_entry_hardlink(r->e) &&
+             !archive_entry_symlink(r->e);
+  return 1;
+}
+
+int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d) {
+  la_ssize_t n = archive_read_data(r->a, buf, cap);
+  if (n < 0) return fail_archive(r->a, d, "reading a member");
+  *got = (size_t)n;
+  return DCR_OK;
+}
+
+int dcr__hreader_container(const dcr__hreader *r) { return r->container; }
+
+int dcr__hwriter_open(dcr__hwriter **out, int fd, int container, dcr_detail *d) {
+  *out = NULL;
+  dcr__hwriter *w = calloc(1, sizeof *w);
+  if (!w || !(w->a = archive_write_new()) || !(w->e = archive_entry_new())) {
+    if (w) archive_write_free(w->a);
+    free(w);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate an archive writer");
+  }
+  int la;
+  if (container == DCR_HISTORY_ZIP) {
+    /* Stored: a member's bytes lie whole in the file, as they are in a tar. */
+    la = archive_write_set_format_zip(w->a);
+    if (la == ARCHIVE_OK) la = archive_write_set_format_option(w->a, "zip", "compression", "store");
+  } else {
+    /* pax only where ustar cannot say it (long names, sizes of 8 GiB and more). */
+    la = archive_write_set_format_pax_restricted(w->a);
+    if (la == ARCHIVE_OK && container == DCR_HISTORY_TAR_ZSTD) la = archive_write_add_filter_zstd(w->a);
+  }
+  if (la == ARCHIVE_OK) la = archive_write_open_fd(w->a, fd);
+  if (la != ARCHIVE_OK) {
+    int rc = dcr__fail(d, DCR_E_IO, "cannot start the archive: %s", archive_error_string(w->a));
+    dcr__hwriter_free(w);
+    return rc;
+  }
+  *out = w;
+  return DCR_OK;
+}
+
+int dcr__hwriter_member(dcr__hwriter *w, const char *name, uint64_t size, dcr_detail *d) {
+  archive_entry_clear(w->e);
+  archive_entry_set_pathname(w->e, name);
+  archive_entry_set_size(w->e, (la_int64_t)size);
+  archive_entry_set_filetype(w->e, AE_IFREG);
+  archive_entry_set_perm(w->e, 0644);
+  /* 1980-01-01, the first time a zip can hold; no owner names: reproducible. */
+  archive_entry_set_mtime(w->e, 315532800, 0);
+  if (archive_write_header(w->a, w->e) != ARCHIVE_OK)
+    return dcr__fail(d, DCR_E_IO, "cannot write member '%.64s': %s", name, archive_error_string(w->a));
+  return DCR_OK;
+}
+
+int dcr__hwriter_write(dcr__hwriter *w, const void *data, size_t size, dcr_detail *d) {
+  const uint8_t *p = data;
+  while (size) {
+    la_ssize_t n = archive_write_data(w->a, p, size);
+    if (n <= 0) return dcr__fail(d, DCR_E_IO, "cannot write to the archive: %s", archive_error_string(w->a));
+    p += n, size -= (size_t)n;
+  }
+  return DCR_OK;
+}
+
+int dcr__hwriter_close(dcr__hwriter *w, dcr_detail *d) {
+  int rc = archive_write_close(w->a) == ARCHIVE_OK
+               ? DCR_OK : dcr__fail(d, DCR_E_IO, "cannot finish the archive: %s", archive_error_string(w->a));
+  dcr__hwriter_free(w);
+  return rc;
+}
+
+void dcr__hwriter_free(dcr__hwriter *w) {
+  if (!w) return;
+  archive_entry_free(w->e);
+  archive_write_free(w->a);
+  free(w);
+}

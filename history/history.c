@@ -1,0 +1,846 @@
+/*
+ * history.c - the dcr_history functions of dcr.h: opening an archive, rebuilding
+ * a step, verifying, creating and appending (SPEC.md §19).
+ *
+ * An archive is read once, front to back, so that a pipe serves as well as a
+ * file: the index comes first and says, before any member is read, which ones a
+ * step needs. Every member read is hashed on the way and checked against the
+ * index, so that a member replaced or damaged in storage is refused before it is
+ * used (as an input to a patch, or copied into a new archive by append).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../refit/refit.h"
+#include "history.h"
+
+#define BUF_SIZE ((size_t)1 << 20)
+
+struct dcr_history {
+  dcr__hreader *r;
+  dcr__hindex x;
+  dcr_limits lim;
+  int consumed;  /* the members have been read (extract, verify) */
+  size_t next;   /* the next index member the stream holds */
+  uint8_t *buf;
+  char file[256]; /* for error details: the archive's path, or "" */
+};
+
+void dcr_history_options_default(dcr_history_options *o) {
+  memset(o, 0, sizeof *o);
+  o->verify = DCR_VERIFY_CHUNK;
+  o->sync = 1;
+}
+
+static const dcr_history_options *options_or_default(const dcr_history_options *o, dcr_history_options *def) {
+  if (o) return o;
+  dcr_history_options_default(def);
+  return def;
+}
+
+static int cancelled(const dcr_history_options *o) { return o->cancel && *o->cancel; }
+
+static void note_file(dcr_detail *d, const char *file) {
+  if (d && file && *file && !d->file[0]) dcr__detail_file(d, file);
+}
+
+/* ---- opening: the index, the archive's first member (R-HIS-1) */
+
+static int read_index(dcr_history *h, dcr_detail *d) {
+  const char *name;
+  uint64_t size;
+  int regular, err = 0;
+  int got = dcr__hreader_next(h->r, &name, &size, &regular, &err, d);
+  if (got < 0) return err;
+  if (got == 0) return dcr__fail(d, DCR_E_ARCHIVE, "the archive is empty: its first member is the index, "
+                                 DCR__HISTORY_INDEX_NAME);
+  if (strcmp(name, DCR__HISTORY_INDEX_NAME) || !regular)
+    return dcr__fail(d, DCR_E_ARCHIVE, "the first member is '%.64s', not the index file " DCR__HISTORY_INDEX_NAME
+                     " (SPEC.md §19.2)", name);
+  if (size != UINT64_MAX && size > DCR__HISTORY_INDEX_MAX)
+    return dcr__fail(d, DCR_E_LIMIT, "the index has %llu bytes, more than %llu", (unsigned long long)size,
+                     (unsigned long long)DCR__HISTORY_INDEX_MAX);
+  size_t cap = size != UINT64_MAX ? (size_t)size + 1 : BUF_SIZE, len = 0;
+  char *json = malloc(cap);
+  if (!json) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu bytes for the index", cap);
+  for (;;) {
+    if (len == cap) {
+      char *p = cap <= DCR__HISTORY_INDEX_MAX ? realloc(json, 2 * cap) : NULL;
+      if (!p) {
+        free(json);
+        return cap > DCR__HISTORY_INDEX_MAX ? dcr__fail(d, DCR_E_LIMIT, "the index has more than %llu bytes",
+                                                         (unsigned long long)DCR__HISTORY_INDEX_MAX)
+                                            : dcr__fail(d, DCR_E_NOMEM, "cannot allocate the index");
+      }
+      json = p, cap *= 2;
+    }
+    size_t n;
+    if ((err = dcr__hreader_read(h->r, json + len, cap - len, &n, d))) return free(json), err;
+    if (n == 0) break;
+    len += n;
+  }
+  if (size != UINT64_MAX && len != size) {
+    free(json);
+    return dcr__fail(d, DCR_E_TRUNCATED, "the index has %zu of its %llu bytes", len, (unsigned long long)size);
+  }
+  err = dcr__hindex_parse(&h->x, json, len, d);
+  free(json);
+  return err;
+}
+
+int dcr__history_open(dcr_history **out, const char *path, int fd, const void *memory, size_t memory_size,
+                      const dcr_limits *limits, dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  *out = NULL;
+  dcr_history *h = calloc(1, sizeof *h);
+  if (!h || !(h->buf = malloc(BUF_SIZE))) {
+    free(h);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a history");
+  }
+  dcr__limits_take(&h->lim, limits);
+  if (path) snprintf(h->file, sizeof h->file, "%s", path);
+  int err = dcr__hreader_open(&h->r, path, fd, memory, memory_size, d);
+  if (!err) err = read_index(h, d);
+  if (err) {
+    note_file(d, h->file);
+    dcr_history_free(h);
+    return err;
+  }
+  *out = h;
+  return DCR_OK;
+}
+
+int dcr_history_open(dcr_history **h, const char *path, const dcr_limits *limits, dcr_detail *d) {
+  if (!path) {
+    if (d) dcr__detail_init(d);
+    *h = NULL;
+    return dcr__fail(d, DCR_E_ARGUMENT, "no path");
+  }
+  return dcr__history_open(h, path, -1, NULL, 0, limits, d);
+}
+
+int dcr_history_open_fd(dcr_history **h, int fd, const dcr_limits *limits, dcr_detail *d) {
+  return dcr__history_open(h, NULL, fd, NULL, 0, limits, d);
+}
+
+void dcr_history_free(dcr_history *h) {
+  if (!h) return;
+  dcr__hreader_free(h->r);
+  dcr__hindex_free(&h->x);
+  free(h->buf);
+  free(h);
+}
+
+void dcr_history_info(const dcr_history *h, dcr_history_summary *info) {
+  memset(info, 0, sizeof *info);
+  info->container = dcr__hreader_container(h->r);
+  info->version_major = DCR__HISTORY_MAJOR;
+  info->version_minor = h->x.minor;
+  info->member_count = h->x.count;
+  info->first_step = h->x.m[0].step;
+  info->last_step = h->x.m[h->x.count - 1].step;
+  info->keyframe_every = h->x.keyframe_every;
+  info->run_id = h->x.run_id;
+}
+
+void dcr_history_member_get(const dcr_history *h, uint64_t i, dcr_history_member *out) {
+  const dcr__hmember *m = &h->x.m[i];
+  memset(out, 0, sizeof *out);
+  out->kind = m->kind;
+  out->step = m->step;
+  out->name = m->name;
+  out->size = m->size;
+  memcpy(out->digest, m->digest, 16);
+  if (m->kind == DCR_HISTORY_BUNDLE) memcpy(out->base_state, m->base, 16);
+  memcpy(out->state, dcr__hmember_end_state(m), 16);
+  out->meta_count = m->meta_count;
+}
+
+void dcr_history_member_meta(const dcr_history *h, uint64_t i, uint64_t j, dcr_meta *meta) {
+  meta->key = h->x.m[i].meta_key[j];
+  meta->value = h->x.m[i].meta_value[j];
+}
+
+int dcr_history_find_state(const dcr_history *h, const uint8_t state[16], uint64_t *step, dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  for (size_t i = 0; i < h->x.count; i++)
+    if (!memcmp(dcr__hmember_end_state(&h->x.m[i]), state, 16)) return *step = h->x.m[i].step, DCR_OK;
+  char hex[33];
+  dcr__hex(state, 16, hex);
+  return dcr__fail(d, DCR_E_ARGUMENT, "no step of the archive ends in state %s", hex);
+}
+
+/* ---- reading members, in order (R-HIS-1) */
+
+/* Moves the stream to index member i (skipping those before it unread). */
+static int member_seek(dcr_history *h, size_t i, dcr_detail *d) {
+  for (; h->next <= i; h->next++) {
+    const dcr__hmember *m = &h->x.m[h->next];
+    const char *name;
+    uint64_t size;
+    int regular, err = 0;
+    int got = dcr__hreader_next(h->r, &name, &size, &regular, &err, d);
+    if (got < 0) return err;
+    if (got == 0)
+      return dcr__fail(d, DCR_E_ARCHIVE, "the archive ends after %zu of the %zu members its index lists",
+                       h->next, h->x.count);
+    if (strcmp(name, m->name))
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu is '%.64s' in the archive but '%.64s' in the index",
+                       h->next, name, m->name);
+    if (!regular) return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is not a regular file", h->next, name);
+    if (size != UINT64_MAX && size != m->size)
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') has %llu bytes, the index says %llu", h->next,
+                       name, (unsigned long long)size, (unsigned long long)m->size);
+  }
+  return DCR_OK;
+}
+
+typedef int (*member_sink)(void *opaque, const void *data, size_t size, dcr_detail *d);
+
+/* Reads the current member, index member i, whole: its bytes to sink (NULL: only
+ * checked), its length and XXH3-128 checked against the index (DCR_E_CHECKSUM). */
+static int member_read(dcr_history *h, size_t i, member_sink sink, void *opaque,
+                       const dcr_history_options *o, dcr_detail *d) {
+  const dcr__hmember *m = &h->x.m[i];
+  XXH3_state_t st;
+  XXH3_128bits_reset(&st);
+  uint64_t total = 0;
+  for (;;) {
+    if (cancelled(o)) return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    size_t n;
+    int err = dcr__hreader_read(h->r, h->buf, BUF_SIZE, &n, d);
+    if (err) return err;
+    if (n == 0) break;
+    total += n;
+    if (total > m->size) break;
+    XXH3_128bits_update(&st, h->buf, n);
+    if (sink && (err = sink(opaque, h->buf, n, d))) return err;
+  }
+  if (total != m->size)
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') has %s%llu bytes, the index says %llu", i, m->name,
+                     total > m->size ? "more than " : "", (unsigned long long)total,
+                     (unsigned long long)m->size);
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+  if (!DCR__CHECKSUM_OK(!memcmp(c.digest, m->digest, 16))) {
+    char got[33], want[33];
+    dcr__hex(c.digest, 16, got), dcr__hex(m->digest, 16, want);
+    return dcr__fail(d, DCR_E_CHECKSUM, "member %zu ('%.64s') has XXH3-128 %s, the index says %s", i, m->name,
+                     got, want);
+  }
+  return DCR_OK;
+}
+
+static int sink_fd(void *opaque, const void *data, size_t size, dcr_detail *d) {
+  return dcr__write_fd(opaque, data, size) ? dcr__fail(d, DCR_E_IO, "cannot write: %s", strerror(errno)) : DCR_OK;
+}
+
+typedef struct {
+  uint8_t *data;
+  size_t at;
+} memory_sink_state;
+
+static int sink_memory(void *opaque, const void *data, size_t size, dcr_detail *d) {
+  (void)d;
+  memory_sink_state *s = opaque;
+  memcpy(s->data + s->at, data, size); /* member_read never passes the member's size */
+  s->at += size;
+  return DCR_OK;
+}
+
+/* Index member i, a bundle, read into memory and opened, its identity checked
+ * against the index. *mem is the reader's buffer (free it after the reader). */
+static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, uint8_t **mem, const dcr_history_options *o,
+                       dcr_detail *d) {
+  const dcr__hmember *m = &h->x.m[i];
+  *r = NULL;
+  *mem = NULL;
+  if (m->size > h->lim.max_bundle_size || m->size > SIZE_MAX)
+    return dcr__fail(d, DCR_E_LIMIT, "member %zu ('%.64s') is a bundle of %llu bytes, more than the limit %llu", i,
+                     m->name, (unsigned long long)m->size, (unsigned long long)h->lim.max_bundle_size);
+  if (!(*mem = malloc(m->size ? (size_t)m->size : 1)))
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu bytes for member '%.64s'", (unsigned long long)m->size,
+                     m->name);
+  memory_sink_state s = {*mem, 0};
+  int err = member_read(h, i, sink_memory, &s, o, d);
+  if (!err) err = dcr_reader_open_memory(r, *mem, (size_t)m->size, &h->lim, d);
+  if (err) return err;
+  dcr_bundle_info info;
+  dcr_reader_info(*r, &info);
+  char a[33], b[33];
+  if (info.kind != DCR_KIND_SAFETENSORS)
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is a bundle of %s checkpoints; an archive holds "
+                     "safetensors files (SPEC.md §19.2)", i, m->name, info.kind == DCR_KIND_SET ? "set" : "raw");
+  if (memcmp(info.base_state, m->base, 16) || memcmp(info.target_state, m->target, 16)) {
+    dcr__hex(memcmp(info.base_state, m->base, 16) ? info.base_state : info.target_state, 16, a);
+    dcr__hex(memcmp(info.base_state, m->base, 16) ? m->base : m->target, 16, b);
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is a bundle with %s state %s, the index says %s", i,
+                     m->name, memcmp(info.base_state, m->base, 16) ? "base" : "target", a, b);
+  }
+  if (info.meta_count != m->meta_count)
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') has %llu metadata pairs, the index lists %zu", i,
+                     m->name, (unsigned long long)info.meta_count, m->meta_count);
+  for (size_t k = 0; k < m->meta_count; k++) {
+    dcr_meta p;
+    dcr_reader_meta(*r, k, &p);
+    if (strcmp(p.key, m->meta_key[k]) || strcmp(p.value, m->meta_value[k]))
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): metadata '%.64s' disagrees with the index", i,
+                       m->name, p.key);
+  }
+  return DCR_OK;
+}
+
+/* A bundle's own errors (from the reader, the patch) say nothing of where it is
+ * in the archive: the member goes in front of the message. */
+static void prefix_member(dcr_detail *d, const dcr_history *h, size_t i) {
+  const dcr__hmember *m = &h->x.m[i];
+  if (!d || strstr(d->message, m->name)) return;
+  char msg[2 * sizeof d->message];
+  snprintf(msg, sizeof msg, "step %llu ('%s'): %s", (unsigned long long)m->step, m->name, d->message);
+  memcpy(d->message, msg, sizeof d->message - 1); /* cut short, as every message may be */
+  d->message[sizeof d->message - 1] = 0;
+}
+
+static int check_state(const char *path, const uint8_t want[16], unsigned threads, const dcr_limits *lim,
+                       const char *what, dcr_detail *d) {
+  dcr_checkpoint *ck;
+  uint8_t state[16];
+  int err = dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, lim, d);
+  if (!err) err = dcr_checkpoint_state_id(ck, threads, state, d);
+  dcr_checkpoint_free(ck);
+  if (err) return err;
+  if (memcmp(state, want, 16)) {
+    char a[33], b[33];
+    dcr__hex(state, 16, a), dcr__hex(want, 16, b);
+    return dcr__fail(d, DCR_E_ARCHIVE, "%s has state %s, the index says %s", what, a, b);
+  }
+  return DCR_OK;
+}
+
+/* ---- extract: one keyframe, then the chain, into a work file */
+
+static int find_step(const dcr_history *h, uint64_t step, size_t *last, size_t *key, dcr_detail *d) {
+  const dcr__hindex *x = &h->x;
+  if (step < x->m[0].step || step > x->m[x->count - 1].step)
+    return dcr__fail(d, DCR_E_ARGUMENT, "step %llu is not in the archive (steps %llu to %llu)",
+                     (unsigned long long)step, (unsigned long long)x->m[0].step,
+                     (unsigned long long)x->m[x->count - 1].step);
+  size_t e = x->count - 1;
+  while (x->m[e].step > step) e--;
+  *last = e;
+  while (x->m[e].kind != DCR_HISTORY_KEYFRAME) e--; /* member 0 is one (R-HIS-3) */
+  *key = e;
+  return DCR_OK;
+}
+
+/* Rebuilds `step` in the work file w. *last_reader (with *last_mem) is the last
+ * bundle applied, kept for the caller's final check; NULL if the step is a
+ * keyframe's. */
+static int replay(dcr_history *h, uint64_t step, dcr__work *w, const dcr_history_options *o,
+                  dcr_reader **last_reader, uint8_t **last_mem, dcr_detail *d) {
+  size_t e = 0, k = 0;
+  *last_reader = NULL;
+  *last_mem = NULL;
+  if (h->consumed) return dcr__fail(d, DCR_E_ARGUMENT, "the archive's members were read already: open it again");
+  h->consumed = 1;
+  int err = find_step(h, step, &e, &k, d);
+  if (err) return err;
+  if (o->max_target_size && h->x.m[k].size > o->max_target_size)
+    return dcr__fail(d, DCR_E_LIMIT, "keyframe '%.64s' has %llu bytes, more than the cap of %llu", h->x.m[k].name,
+                     (unsigned long long)h->x.m[k].size, (unsigned long long)o->max_target_size);
+  if ((err = member_seek(h, k, d)) || (err = member_read(h, k, sink_fd, &w->a.fd, o, d))) return err;
+  dcr_apply_options aopt;
+  dcr_apply_options_default(&aopt);
+  aopt.threads = o->threads;
+  aopt.cancel = o->cancel;
+  aopt.sync = 0;
+  aopt.max_target_size = o->max_target_size;
+  for (size_t i = k + 1; i <= e && !err; i++) {
+    if (h->x.m[i].kind == DCR_HISTORY_KEYFRAME) continue; /* the chain has made it already */
+    dcr_reader *r = NULL;
+    uint8_t *mem = NULL;
+    if ((err = member_seek(h, i, d)) || (err = bundle_open(h, i, &r, &mem, o, d))) {
+      dcr_reader_free(r), free(mem);
+      break;
+    }
+    dcr_bundle_info info;
+    dcr_reader_info(r, &info);
+    if (o->max_target_size && info.target_size > o->max_target_size)
+      err = dcr__fail(d, DCR_E_LIMIT, "step %llu has %llu bytes, more than the cap of %llu",
+                      (unsigned long long)h->x.m[i].step, (unsigned long long)info.target_size,
+                      (unsigned long long)o->max_target_size);
+    if (!err) err = dcr__work_apply(w, r, o->verify, &aopt, d);
+    if (err) prefix_member(d, h, i);
+    dcr_reader_free(*last_reader), free(*last_mem);
+    *last_reader = r, *last_mem = mem;
+  }
+  if (err || o->verify == DCR_VERIFY_NONE) return err;
+  /* A full check of each step's patch checked the result already; chunk checks
+   * cover only what changed, so the result's state id is checked once here. */
+  if (!*last_reader) return check_state(w->path, h->x.m[k].state, o->threads, &h->lim, h->x.m[k].name, d);
+  if (o->verify == DCR_VERIFY_CHUNK) return dcr_check_target(*last_reader, w->path, &aopt, d);
+  return DCR_OK;
+}
+
+static unsigned commit_flags(const dcr_history_options *o) {
+  return (o->no_replace ? 0 : DCR__ATOMIC_REPLACE) | (o->sync ? DCR__ATOMIC_SYNC : 0);
+}
+
+int dcr_history_extract(dcr_history *h, uint64_t step, const char *out, const dcr_history_options *opt,
+                        dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  dcr_history_options def;
+  const dcr_history_options *o = options_or_default(opt, &def);
+  if (!out) return dcr__fail(d, DCR_E_ARGUMENT, "no output path");
+  dcr__work w;
+  int err = dcr__work_open(&w, out, commit_flags(o), d);
+  if (err) return err;
+  dcr_reader *r;
+  uint8_t *mem;
+  err = replay(h, step, &w, o, &r, &mem, d);
+  dcr_reader_free(r), free(mem);
+  if (!err && cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+  if (!err) err = dcr__atomic_commit(&w.a, d);
+  else note_file(d, h->file);
+  dcr__atomic_abort(&w.a);
+  return err;
+}
+
+/* ---- verify */
+
+static const char *temp_dir(const dcr_history_options *o) {
+  const char *t = o->temp_dir ? o->temp_dir : getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
+int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  dcr_history_options def;
+  const dcr_history_options *o = options_or_default(opt, &def);
+  if (h->consumed) return dcr__fail(d, DCR_E_ARGUMENT, "the archive's members were read already: open it again");
+  h->consumed = 1;
+  char beside[4200];
+  snprintf(beside, sizeof beside, "%s/dcr-keyframe", temp_dir(o));
+  int err = DCR_OK;
+  for (size_t i = 0; i < h->x.count && !err; i++) {
+    const dcr__hmember *m = &h->x.m[i];
+    if ((err = member_seek(h, i, d))) break;
+    if (m->kind == DCR_HISTORY_KEYFRAME) {
+      /* A state id reads tensors in name order, not file order: the keyframe is
+       * hashed from a temporary copy. */
+      dcr__work w;
+      if ((err = dcr__work_open(&w, beside, DCR__ATOMIC_REPLACE, d))) break;
+      err = member_read(h, i, sink_fd, &w.a.fd, o, d);
+      if (!err) err = check_state(w.path, m->state, o->threads, &h->lim, m->name, d);
+      dcr__atomic_abort(&w.a);
+    } else {
+      dcr_reader *r;
+      uint8_t *mem;
+      err = bundle_open(h, i, &r, &mem, o, d);
+      if (!err) dcr_reader_set_threads(r, o->threads);
+      if (!err) err = dcr_reader_verify(r, d);
+      if (err) prefix_member(d, h, i);
+      dcr_reader_free(r), free(mem);
+    }
+  }
+  if (!err) {
+    const char *name;
+    uint64_t size;
+    int regular, got = dcr__hreader_next(h->r, &name, &size, &regular, &err, d);
+    if (got > 0) err = dcr__fail(d, DCR_E_ARCHIVE, "member '%.64s' follows the last one the index lists", name);
+  }
+  if (err) note_file(d, h->file);
+  return err;
+}
+
+/* ---- writing: create and append */
+
+/* A member to add: a file, hashed before the index is written and copied after. */
+typedef struct {
+  const char *path;
+} source;
+
+static int hash_file(const char *path, uint64_t *size, uint8_t digest[16], uint8_t *buf, dcr_detail *d) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+  XXH3_state_t st;
+  XXH3_128bits_reset(&st);
+  uint64_t total = 0;
+  ssize_t n;
+  while ((n = read(fd, buf, BUF_SIZE)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      close(fd);
+      return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot read: %s", strerror(errno));
+    }
+    XXH3_128bits_update(&st, buf, (size_t)n);
+    total += (uint64_t)n;
+  }
+  close(fd);
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+  memcpy(digest, c.digest, 16);
+  *size = total;
+  return DCR_OK;
+}
+
+static int sink_archive(void *opaque, const void *data, size_t size, dcr_detail *d) {
+  return dcr__hwriter_write(opaque, data, size, d);
+}
+
+/* Copies a file into the archive as member m; it must still be the bytes that
+ * were hashed for the index. */
+static int copy_file(dcr__hwriter *aw, const dcr__hmember *m, const char *path, uint8_t *buf, dcr_detail *d) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+  XXH3_state_t st;
+  XXH3_128bits_reset(&st);
+  uint64_t total = 0;
+  int err = dcr__hwriter_member(aw, m->name, m->size, d);
+  ssize_t n;
+  while (!err && (n = read(fd, buf, BUF_SIZE)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = dcr__fail(d, DCR_E_IO, "cannot read '%.200s': %s", path, strerror(errno));
+      break;
+    }
+    if (total + (uint64_t)n > m->size) break;
+    total += (uint64_t)n;
+    XXH3_128bits_update(&st, buf, (size_t)n);
+    err = dcr__hwriter_write(aw, buf, (size_t)n, d);
+  }
+  close(fd);
+  if (err) return err;
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+  if (total != m->size || memcmp(c.digest, m->digest, 16))
+    return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "changed while it was being archived");
+  return DCR_OK;
+}
+
+/* What create and append build: the new index, and for the members after the
+ * old archive's, the files they come from. */
+typedef struct {
+  dcr__hindex x;
+  size_t old_count;  /* members copied from the old archive */
+  char **paths;      /* [count - old_count]: each new member's file */
+  dcr__work *keys;   /* keyframes built from the chain */
+  size_t key_count;
+  dcr_reader **readers; /* the new bundles, open (NULL for keyframes) */
+  uint8_t *buf;
+} plan;
+
+static void plan_free(plan *p) {
+  size_t fresh = p->x.count - p->old_count;
+  for (size_t i = 0; p->paths && i < fresh; i++) free(p->paths[i]);
+  for (size_t i = 0; p->readers && i < fresh; i++) dcr_reader_free(p->readers[i]);
+  for (size_t i = 0; i < p->key_count; i++) dcr__atomic_abort(&p->keys[i].a);
+  free(p->paths), free(p->readers), free(p->keys), free(p->buf);
+  dcr__hindex_free(&p->x);
+}
+
+static int plan_add(plan *p, const dcr__hmember *m, const char *path, dcr_reader *r, dcr_detail *d) {
+  size_t fresh = p->x.count - p->old_count;
+  char **paths = realloc(p->paths, (fresh + 1) * sizeof *paths);
+  if (paths) p->paths = paths;
+  dcr_reader **readers = paths ? realloc(p->readers, (fresh + 1) * sizeof *readers) : NULL;
+  if (readers) p->readers = readers;
+  char *copy = readers ? strdup(path) : NULL;
+  int err = copy ? dcr__hindex_add(&p->x, m, d) : dcr__fail(d, DCR_E_NOMEM, "cannot allocate a member");
+  if (err) return free(copy), dcr_reader_free(r), err;
+  p->paths[fresh] = copy;
+  p->readers[fresh] = r;
+  return DCR_OK;
+}
+
+static void member_name(char *out, size_t size, int kind, uint64_t step) {
+  snprintf(out, size, kind == DCR_HISTORY_KEYFRAME ? "keyframes/step-%08llu.safetensors" : "bundles/step-%08llu.dcr",
+           (unsigned long long)step);
+}
+
+/* Adds each bundle as the next step, after checking it whole and against the
+ * state the plan ends in. */
+static int plan_bundles(plan *p, const char *const *paths, size_t n, const dcr_limits *lim, unsigned threads,
+                        dcr_detail *d) {
+  for (size_t b = 0; b < n; b++) {
+    const dcr__hmember *last = &p->x.m[p->x.count - 1];
+    dcr_reader *r;
+    int err = dcr_reader_open_file(&r, paths[b], lim, d);
+    if (!err) dcr_reader_set_threads(r, threads);
+    if (!err) err = dcr_reader_verify(r, d);
+    if (err) return dcr_reader_free(r), note_file(d, paths[b]), err;
+    dcr_bundle_info info;
+    dcr_reader_info(r, &info);
+    char a[33], c[33], name[64];
+    if (info.kind != DCR_KIND_SAFETENSORS) {
+      dcr_reader_free(r);
+      return note_file(d, paths[b]), dcr__fail(d, DCR_E_ARGUMENT, "a bundle of %s checkpoints: a history archive "
+                                               "holds safetensors files (SPEC.md §19.2)",
+                                               info.kind == DCR_KIND_SET ? "set" : "raw");
+    }
+    if (memcmp(info.base_state, dcr__hmember_end_state(last), 16)) {
+      dcr__hex(info.base_state, 16, a), dcr__hex(dcr__hmember_end_state(last), 16, c);
+      dcr_reader_free(r);
+      return note_file(d, paths[b]), dcr__fail(d, DCR_E_BASE_MISMATCH, "this bundle applies to state %s, but the "
+                                               "archive ends in state %s (step %llu)", a, c,
+                                               (unsigned long long)last->step);
+    }
+    dcr__hmember m = {.kind = DCR_HISTORY_BUNDLE, .step = last->step + 1, .name = name};
+    member_name(name, sizeof name, m.kind, m.step);
+    memcpy(m.base, info.base_state, 16);
+    memcpy(m.target, info.target_state, 16);
+    if ((err = hash_file(paths[b], &m.size, m.digest, p->buf, d))) return dcr_reader_free(r), err;
+    m.meta_count = (size_t)info.meta_count;
+    char *keys[64], *values[64];
+    char **kp = m.meta_count <= 64 ? keys : malloc(m.meta_count * sizeof *kp);
+    char **vp = m.meta_count <= 64 ? values : malloc(m.meta_count * sizeof *vp);
+    if (!kp || !vp) {
+      if (kp != keys) free(kp);
+      if (vp != values) free(vp);
+      dcr_reader_free(r);
+      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate metadata");
+    }
+    for (size_t k = 0; k < m.meta_count; k++) {
+      dcr_meta pair;
+      dcr_reader_meta(r, k, &pair);
+      kp[k] = (char *)pair.key, vp[k] = (char *)pair.value;
+    }
+    m.meta_key = kp, m.meta_value = vp;
+    const char *run = dcr__hmember_meta(&m, "run_id");
+    if (!p->x.run_id && run && !(p->x.run_id = strdup(run))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+    if (!err) err = plan_add(p, &m, paths[b], r, d);
+    else dcr_reader_free(r);
+    if (kp != keys) free(kp);
+    if (vp != values) free(vp);
+    if (err) return err;
+  }
+  return DCR_OK;
+}
+
+/* The keyframes keyframe_every asks for among the new steps, built by applying
+ * the new bundles to a work file that starts as the old archive's last step (or
+ * the new archive's keyframe): each is a copy of the work file at its step. */
+static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const char *first_keyframe,
+                          const dcr_history_options *o, dcr_detail *d) {
+  uint64_t every = p->x.keyframe_every;
+  size_t fresh = p->x.count - p->old_count, due = 0;
+  for (size_t i = p->old_count; i < p->x.count; i++)
+    due += every && p->x.m[i].kind == DCR_HISTORY_BUNDLE && p->x.m[i].step % every == 0;
+  if (!due) return DCR_OK;
+  if (!(p->keys = calloc(due, sizeof *p->keys))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  dcr__work w;
+  int err = dcr__work_open(&w, archive, DCR__ATOMIC_REPLACE, d);
+  if (err) return err;
+  dcr_reader *lr = NULL;
+  uint8_t *lm = NULL;
+  if (old) err = replay(old, old->x.m[old->x.count - 1].step, &w, o, &lr, &lm, d);
+  else {
+    int fd = open(first_keyframe, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) err = dcr__fail(d, DCR_E_IO, "cannot open '%.200s': %s", first_keyframe, strerror(errno));
+    else {
+      ssize_t n;
+      while (!err && (n = read(fd, p->buf, BUF_SIZE)) != 0)
+        err = n < 0 ? (errno == EINTR ? DCR_OK : dcr__fail(d, DCR_E_IO, "cannot read: %s", strerror(errno)))
+                    : sink_fd(&w.a.fd, p->buf, (size_t)n, d);
+      close(fd);
+    }
+  }
+  dcr_reader_free(lr), free(lm);
+  dcr_apply_options aopt;
+  dcr_apply_options_default(&aopt);
+  aopt.threads = o->threads;
+  aopt.cancel = o->cancel;
+  aopt.sync = 0;
+  for (size_t f = 0; f < fresh && !err; f++) {
+    dcr__hmember *m = &p->x.m[p->old_count + f];
+    if (m->kind != DCR_HISTORY_BUNDLE) continue;
+    err = dcr__work_apply(&w, p->readers[f], DCR_VERIFY_CHUNK, &aopt, d);
+    if (err || !every || m->step % every) continue;
+    /* The keyframe must be exactly the step's state: checked whole once. */
+    if ((err = dcr_check_target(p->readers[f], w.path, &aopt, d))) break;
+    dcr__work *k = &p->keys[p->key_count];
+    if ((err = dcr__work_open(k, archive, DCR__ATOMIC_REPLACE, d))) break;
+    p->key_count++;
+    if (lseek(w.a.fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
+    ssize_t n;
+    while (!err && (n = read(w.a.fd, p->buf, BUF_SIZE)) != 0)
+      err = n < 0 ? (errno == EINTR ? DCR_OK : dcr__fail(d, DCR_E_IO, "cannot read: %s", strerror(errno)))
+                  : sink_fd(&k->a.fd, p->buf, (size_t)n, d);
+    dcr__hmember key = {.kind = DCR_HISTORY_KEYFRAME, .step = m->step};
+    char name[64];
+    member_name(name, sizeof name, key.kind, key.step);
+    key.name = name;
+    memcpy(key.state, m->target, 16);
+    if (!err) err = hash_file(k->path, &key.size, key.digest, p->buf, d);
+    /* Inserted right after its bundle (R-HIS-3): moved into place below. */
+    if (!err) err = plan_add(p, &key, k->path, NULL, d);
+  }
+  dcr__atomic_abort(&w.a);
+  if (err) return err;
+  /* plan_add appended the keyframes at the end; put each after its bundle. */
+  size_t n = p->x.count - p->old_count;
+  dcr__hmember *tmp = malloc(n * sizeof *tmp);
+  char **tp = malloc(n * sizeof *tp);
+  dcr_reader **tr = malloc(n * sizeof *tr);
+  if (!tmp || !tp || !tr) {
+    free(tmp), free(tp), free(tr);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  }
+  size_t bundles = n - p->key_count, out = 0, kf = 0;
+  for (size_t b = 0; b < bundles; b++) {
+    size_t at = p->old_count + b;
+    tmp[out] = p->x.m[at], tp[out] = p->paths[b], tr[out++] = p->readers[b];
+    if (kf < p->key_count && p->x.m[p->old_count + bundles + kf].step == p->x.m[at].step) {
+      size_t ka = bundles + kf++;
+      tmp[out] = p->x.m[p->old_count + ka], tp[out] = p->paths[ka], tr[out++] = p->readers[ka];
+    }
+  }
+  memcpy(p->x.m + p->old_count, tmp, n * sizeof *tmp);
+  memcpy(p->paths, tp, n * sizeof *tp);
+  memcpy(p->readers, tr, n * sizeof *tr);
+  free(tmp), free(tp), free(tr);
+  return DCR_OK;
+}
+
+/* Writes the planned archive at path, atomically: the index, the old archive's
+ * members (each checked against the old index as it is copied), the new ones. */
+static int plan_write(plan *p, const char *path, int container, dcr_history *old, unsigned flags,
+                      const dcr_history_options *o, dcr_detail *d) {
+  int err = dcr__hindex_check(&p->x, d);
+  if (err) return err;
+  char *json;
+  size_t len;
+  if ((err = dcr__hindex_write(&p->x, &json, &len, d))) return err;
+  dcr__atomic a;
+  if ((err = dcr__atomic_open(&a, path, flags, d))) return free(json), err;
+  dcr__hwriter *aw;
+  if ((err = dcr__hwriter_open(&aw, a.fd, container, d))) {
+    free(json), dcr__atomic_abort(&a);
+    return err;
+  }
+  err = dcr__hwriter_member(aw, DCR__HISTORY_INDEX_NAME, len, d);
+  if (!err) err = dcr__hwriter_write(aw, json, len, d);
+  free(json);
+  for (size_t i = 0; i < p->old_count && !err; i++) {
+    if (cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    if (!err) err = member_seek(old, i, d);
+    if (!err) err = dcr__hwriter_member(aw, p->x.m[i].name, p->x.m[i].size, d);
+    if (!err) err = member_read(old, i, sink_archive, aw, o, d);
+  }
+  for (size_t i = p->old_count; i < p->x.count && !err; i++)
+    err = cancelled(o) ? dcr__fail(d, DCR_E_INTERRUPTED, "interrupted")
+                       : copy_file(aw, &p->x.m[i], p->paths[i - p->old_count], p->buf, d);
+  if (!err) err = dcr__hwriter_close(aw, d);
+  else dcr__hwriter_free(aw);
+  if (!err) err = dcr__atomic_commit(&a, d);
+  dcr__atomic_abort(&a);
+  return err;
+}
+
+static int container_from_name(const char *path) {
+  size_t n = strlen(path);
+#define ENDS(s) (n >= sizeof(s) - 1 && !strcmp(path + n - (sizeof(s) - 1), s))
+  if (ENDS(".tar")) return DCR_HISTORY_TAR;
+  if (ENDS(".tar.zst") || ENDS(".tzst")) return DCR_HISTORY_TAR_ZSTD;
+  if (ENDS(".zip")) return DCR_HISTORY_ZIP;
+#undef ENDS
+  return 0;
+}
+
+int dcr_history_create(const char *path, const char *keyframe, const char *const *bundles, size_t count,
+                       const dcr_history_options *opt, dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  dcr_history_options def;
+  const dcr_history_options *o = options_or_default(opt, &def);
+  int container = o->container ? o->container : container_from_name(path);
+  if (container < DCR_HISTORY_TAR || container > DCR_HISTORY_ZIP)
+    return dcr__fail(d, DCR_E_ARGUMENT, "'%.200s': name the archive .tar, .tar.zst (.tzst) or .zip, or give "
+                     "its container", path);
+  if (o->first_step >= DCR__HISTORY_STEP_MAX) return dcr__fail(d, DCR_E_ARGUMENT, "step %llu is 2^53 or more",
+                                                               (unsigned long long)o->first_step);
+  if (o->run_id && dcr__meta_standard_check("run_id", o->run_id, d)) return DCR_E_ARGUMENT;
+  plan p = {0};
+  if (!(p.buf = malloc(BUF_SIZE))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  dcr_limits lim;
+  dcr__limits_take(&lim, NULL);
+  dcr_checkpoint *ck;
+  char name[64];
+  dcr__hmember key = {.kind = DCR_HISTORY_KEYFRAME, .step = o->first_step, .name = name};
+  member_name(name, sizeof name, key.kind, key.step);
+  int err = dcr_checkpoint_open(&ck, keyframe, DCR_KIND_SAFETENSORS, &lim, d);
+  if (!err) err = dcr_checkpoint_state_id(ck, o->threads, key.state, d);
+  dcr_checkpoint_free(ck);
+  if (!err) err = hash_file(keyframe, &key.size, key.digest, p.buf, d);
+  p.x.keyframe_every = o->keyframe_every;
+  if (!err && o->run_id && !(p.x.run_id = strdup(o->run_id))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  if (!err) err = plan_add(&p, &key, keyframe, NULL, d);
+  if (err) note_file(d, keyframe);
+  if (!err) err = plan_bundles(&p, bundles, count, &lim, o->threads, d);
+  if (!err) err = plan_keyframes(&p, path, NULL, keyframe, o, d);
+  if (!err) err = plan_write(&p, path, container, NULL, commit_flags(o), o, d);
+  if (err) note_file(d, path);
+  plan_free(&p);
+  return err;
+}
+
+/* The archive at path, open and locked: an flock on the file that is at path
+ * once it is held (an append that renamed a new archive over it meanwhile has
+ * made the file we locked an old one). */
+static int lock_archive(const char *path, int *fd, dcr_detail *d) {
+  for (;;) {
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) return dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+    while (flock(*fd, LOCK_EX) < 0)
+      if (errno != EINTR) {
+        close(*fd);
+        return dcr__fail(d, DCR_E_IO, "cannot lock: %s", strerror(errno));
+      }
+    struct stat held, now;
+    if (!fstat(*fd, &held) && !stat(path, &now) && held.st_dev == now.st_dev && held.st_ino == now.st_ino)
+      return DCR_OK;
+    close(*fd);
+  }
+}
+
+int dcr_history_append(const char *path, const char *const *bundles, size_t count,
+                       const dcr_history_options *opt, dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  dcr_history_options def;
+  const dcr_history_options *o = options_or_default(opt, &def);
+  int fd, err = lock_archive(path, &fd, d);
+  if (err) return note_file(d, path), err;
+  dcr_history *old = NULL, *keys_from = NULL;
+  plan p = {0};
+  if (!(p.buf = malloc(BUF_SIZE))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, NULL, d);
+  for (size_t i = 0; !err && i < old->x.count; i++) err = dcr__hindex_add(&p.x, &old->x.m[i], d);
+  if (!err) {
+    p.old_count = p.x.count;
+    p.x.keyframe_every = o->keyframe_every ? o->keyframe_every : old->x.keyframe_every;
+    if (old->x.run_id && !(p.x.run_id = strdup(old->x.run_id))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  }
+  if (!err) err = plan_bundles(&p, bundles, count, &old->lim, o->threads, d);
+  /* Keyframes are built from the old archive read a second time. */
+  if (!err && lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
+  if (!err) err = dcr__history_open(&keys_from, NULL, fd, NULL, 0, NULL, d);
+  if (!err) err = plan_keyframes(&p, path, keys_from, NULL, o, d);
+  if (!err) {
+    dcr_history_free(old);
+    old = NULL;
+    if (lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
+  }
+  if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, NULL, d);
+  int container = old ? dcr__hreader_container(old->r) : 0;
+  if (!err) err = plan_write(&p, path, container, old, DCR__ATOMIC_REPLACE | (o->sync ? DCR__ATOMIC_SYNC : 0), o, d);
+  if (err) note_file(d, path);
+  plan_free(&p);
+  dcr_history_free(keys_from);
+  dcr_history_free(old);
+  close(fd); /* and the lock with it, once the new archive is in place */
+  return err;
+}

@@ -1,0 +1,91 @@
+/*
+ * history.h - history archives (SPEC.md §19): a training run's chain of bundles,
+ * with keyframes, in a tar, tar.zst or zip file that standard tools open. The
+ * index (index.c) is the layout's one parser; the container (container.c) is
+ * libarchive's, wrapped so that the rest never sees a struct archive.
+ */
+#ifndef DCR_HISTORY_H
+#define DCR_HISTORY_H
+
+#include <stdio.h>
+
+#include "../format/format.h"
+#include "../format/xxh.h"
+
+#define DCR__HISTORY_INDEX_NAME "dcr-history.json"
+#define DCR__HISTORY_MAJOR 1
+#define DCR__HISTORY_MINOR 0
+/* The index is read whole into memory; a million members need about 400 MB of
+ * JSON, far more than any run keeps, and a hostile archive cannot declare more. */
+#define DCR__HISTORY_INDEX_MAX ((uint64_t)256 << 20)
+#define DCR__HISTORY_MEMBERS_MAX ((size_t)1 << 20)
+#define DCR__HISTORY_STEP_MAX DCR__STEP_MAX
+
+/* One member as the index lists it (§19.3). */
+typedef struct {
+  int kind;            /* DCR_HISTORY_KEYFRAME or DCR_HISTORY_BUNDLE */
+  uint64_t step;
+  char *name;
+  uint64_t size;
+  uint8_t digest[16];  /* XXH3-128 of the member's bytes, canonical */
+  uint8_t state[16];   /* keyframe: its state id */
+  uint8_t base[16];    /* bundle: its base and target state ids */
+  uint8_t target[16];
+  size_t meta_count;   /* bundle: its metadata pairs, in key order */
+  char **meta_key, **meta_value;
+} dcr__hmember;
+
+typedef struct {
+  unsigned minor;
+  char *run_id;          /* NULL: none */
+  uint64_t keyframe_every; /* 0: none */
+  dcr__hmember *m;
+  size_t count;
+} dcr__hindex;
+
+/* index.c */
+/* Parses and checks an index document, R-HIS-2 and R-HIS-3, in their order:
+ * DCR_E_ARCHIVE, or DCR_E_VERSION for a major version it does not know. */
+DCR_HIDDEN int dcr__hindex_parse(dcr__hindex *x, const char *json, size_t length, dcr_detail *d);
+/* R-HIS-3 alone, for an index built in memory (create, append). */
+DCR_HIDDEN int dcr__hindex_check(const dcr__hindex *x, dcr_detail *d);
+/* The canonical document of x (§19.3): *out is malloc'd, NUL-terminated. */
+DCR_HIDDEN int dcr__hindex_write(const dcr__hindex *x, char **out, size_t *length, dcr_detail *d);
+DCR_HIDDEN void dcr__hindex_free(dcr__hindex *x);
+/* Appends a copy of m (its strings duplicated); DCR_E_NOMEM. */
+DCR_HIDDEN int dcr__hindex_add(dcr__hindex *x, const dcr__hmember *m, dcr_detail *d);
+/* The state a step ends in: its keyframe's or its bundle's target. */
+DCR_HIDDEN const uint8_t *dcr__hmember_end_state(const dcr__hmember *m);
+/* The value of metadata key `key` of m, or NULL. */
+DCR_HIDDEN const char *dcr__hmember_meta(const dcr__hmember *m, const char *key);
+
+/* history.c: dcr_history_open from a path, a descriptor (path NULL) or memory
+ * (for the fuzzer). */
+DCR_HIDDEN int dcr__history_open(dcr_history **h, const char *path, int fd, const void *memory,
+                                 size_t memory_size, const dcr_limits *limits, dcr_detail *d);
+
+/* container.c: the archive as a sequence of members. */
+typedef struct dcr__hreader dcr__hreader;
+/* Opens path (or fd, when path is NULL; never closed here) for reading. */
+DCR_HIDDEN int dcr__hreader_open(dcr__hreader **r, const char *path, int fd, const void *memory,
+                                 size_t memory_size, dcr_detail *d);
+DCR_HIDDEN void dcr__hreader_free(dcr__hreader *r);
+/* The next member's name and size: 1 if there is one, 0 at the end, or a negative
+ * error code (DCR_E_ARCHIVE, DCR_E_TRUNCATED) in *err. */
+DCR_HIDDEN int dcr__hreader_next(dcr__hreader *r, const char **name, uint64_t *size,
+                                 int *regular, int *err, dcr_detail *d);
+/* Reads the current member's data: *got 0 at its end. */
+DCR_HIDDEN int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d);
+/* DCR_HISTORY_TAR, _TAR_ZSTD or _ZIP, once the first member has been read. */
+DCR_HIDDEN int dcr__hreader_container(const dcr__hreader *r);
+
+typedef struct dcr__hwriter dcr__hwriter;
+DCR_HIDDEN int dcr__hwriter_open(dcr__hwriter **w, int fd, int container, dcr_detail *d);
+/* Starts a member of `size` bytes; its data follows through dcr__hwriter_write. */
+DCR_HIDDEN int dcr__hwriter_member(dcr__hwriter *w, const char *name, uint64_t size, dcr_detail *d);
+DCR_HIDDEN int dcr__hwriter_write(dcr__hwriter *w, const void *data, size_t size, dcr_detail *d);
+/* Finishes the archive (end blocks, central directory) and frees w. */
+DCR_HIDDEN int dcr__hwriter_close(dcr__hwriter *w, dcr_detail *d);
+DCR_HIDDEN void dcr__hwriter_free(dcr__hwriter *w);
+
+#endif

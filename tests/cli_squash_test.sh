@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# cli_squash_test.sh - end-to-end tests of `dcr squash` (SPEC.md §10.4): chains of
+# XOR-only, delta-only, mixed and format 1.0/1.1/1.2 bundles squashed with and
+# without the base; the result applies to step 0 and gives step n byte for byte,
+# validates, is the same bytes on 1 and 2 threads, and counts exactly what a
+# direct encode counts (changes undone along the chain are dropped). Refused:
+# bundles out of order, a wrong base, an output that is an input.
+#
+# usage: tests/cli_squash_test.sh [path/to/dcr]      (default: build/dcr)
+set -u
+
+DCR=${1:-build/dcr}
+case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NAME=squash-test
+# shellcheck source=cli_lib.sh
+. "$HERE/cli_lib.sh"
+
+# step IN OUT SEED MODE RATE [ORIG]: OUT is IN with about RATE of its BF16 elements
+# changed: ulp (one ULP either way, as an optimizer step), delta (one ULP up,
+# which a delta codes better than an XOR in every chunk), xor (bit 6 flipped),
+# zero (set to +0, which the encoder codes as an overwrite), mixed (ulp, xor or
+# zero), revert (back to ORIG's value).
+step() {
+  python3 - "$@" <<'PY'
+import random, struct, sys
+src, dst, seed, mode, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+b = bytearray(open(src, "rb").read())
+orig = open(sys.argv[6], "rb").read() if len(sys.argv) > 6 else None
+start = 8 + struct.unpack("<Q", b[:8])[0]
+n = (len(b) - start) // 2
+r = random.Random(seed)
+key = lambda u: u ^ 0x7fff if u & 0x8000 else u
+for _ in range(int(n * rate)):
+    i = start + 2 * r.randrange(n)
+    u = b[i] | b[i + 1] << 8
+    m = mode if mode != "mixed" else r.choice(["ulp", "xor", "zero"])
+    if m == "ulp": u = key((key(u) + r.choice((1, -1))) & 0xffff)
+    elif m == "delta": u = key((key(u) + 1) & 0xffff)
+    elif m == "xor": u ^= 0x40
+    elif m == "zero": u = 0
+    elif m == "revert": u = orig[i] | orig[i + 1] << 8
+    b[i], b[i + 1] = u & 0xff, u >> 8
+open(dst, "wb").write(b)
+PY
+}
+
+# chain DIR MODE STEPS FORMAT: DIR/s0.st … DIR/sSTEPS.st and DIR/b1.dcr …, each bundle
+# encoded with --format FORMAT and --meta step=I.
+chain() {
+  mkdir -p "$1" && cp s0.st "$1/s0.st" || return 1
+  local i
+  for ((i = 1; i <= $3; i++)); do
+    step "$1/s$((i - 1)).st" "$1/s$i.st" "$i" "$2" 0.01 &&
+      "$DCR" encode "$1/s$((i - 1)).st" "$1/s$i.st" -o "$1/b$i.dcr" --format "$4" \
+        --chunk-size 64K --meta step=$i -q || return 1
+  done
+}
+bundles() { local i; for ((i = 1; i <= $2; i++)); do printf '%s/b%d.dcr ' "$1" "$i"; done; }
+
+"$DCR" synth s0.st x.st --size 2M --seed 7 -q && "$DCR" synth other.st x.st --size 2M --seed 8 -q -f &&
+  chain xor xor 6 1.1 && chain delta delta 5 1.0 && chain c12 ulp 10 1.2 &&
+  chain mixed mixed 5 1.1 ||
+  { echo "not ok - setup: synth/encode failed"; exit 1; }
+
+same() { cmp -s "$1" "$2" || fail "$3: $1 differs from $2"; }
+# same_body A B WHAT: A and B differ at most in the header (64 bytes), whose minor
+# version squash sets to what the result needs where an encoder may declare more.
+same_body() {
+  [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] && [ -z "$(cmp -l "$1" "$2" | awk '$1 > 64')" ] ||
+    fail "$3: $1 and $2 differ past their headers"
+}
+absent() { [ ! -e "$1" ] || fail "$2: $1 was written"; }
+# check DIR N OUT WHAT: OUT applied to step 0 is step N, validates against both,
+# and counts the changes of a direct encode of step 0 to step N.
+check() {
+  run apply "$1/s0.st" "$3" -o "$1/out.st" -f
+  want_rc 0 "$4: apply" && same "$1/out.st" "$1/s$2.st" "$4" || return
+  run validate "$3" --base "$1/s0.st" --target "$1/s$2.st"
+  want_rc 0 "$4: validate" || return
+  "$DCR" encode "$1/s0.st" "$1/s$2.st" -o "$1/direct.dcr" --chunk-size 64K --json -f >direct.json &&
+    run squash $(bundles "$1" "$2") -o "$1/again.dcr" --json -f ${5:+--base "$1/s0.st"} || fail "$4: direct"
+  [ "$(jget o 'j["changed_elements"]')" = "$(jget direct.json 'j["changed_elements"]')" ] &&
+    [ "$(jget o 'j["changed_chunks"]')" = "$(jget direct.json 'j["changed_chunks"]')" ] ||
+    fail "$4: counts $(jget o 'j["changed_elements"], j["changed_chunks"]') where a direct encode has $(jget direct.json 'j["changed_elements"], j["changed_chunks"]')"
+}
+# threads DIR N ARGS...: the squash is the same bytes on 1 and 2 threads.
+threads() {
+  local dir=$1 n=$2
+  shift 2
+  "$DCR" squash $(bundles "$dir" "$n") -o "$dir/t1.dcr" --threads 1 -q -f "$@" &&
+    "$DCR" squash $(bundles "$dir" "$n") -o "$dir/t2.dcr" --threads 2 -q -f "$@" ||
+    { fail "threads: squash failed"; return; }
+  same "$dir/t1.dcr" "$dir/t2.dcr" "1 and 2 threads"
+}
+
+t_xor() {
+  run squash $(bundles xor 6) -o xor.dcr
+  want_rc 0 "squash" && check xor 6 xor.dcr "XOR chain" && threads xor 6 || return
+  local parts
+  parts=$(cat $(bundles xor 6) | wc -c)
+  [ "$(stat -c %s xor.dcr)" -lt "$parts" ] || fail "squashed $(stat -c %s xor.dcr) bytes, parts $parts"
+  run inspect xor.dcr --json
+  [ "$(jget o 'j["format_version"]')" = 1.0 ] || fail "format $(jget o 'j["format_version"]'), not 1.0"
+  [ "$(jget o 'j["meta"]')" = "{'step': '6'}" ] || fail "metadata $(jget o 'j["meta"]'), not bn's"
+}
+tcase "XOR chain of 6 (1.1 bundles), no base: composed, exact counts, 1.0, bn's metadata" t_xor
+
+t_delta() {
+  run squash $(bundles delta 5) -o delta.dcr
+  want_rc 0 "squash" && check delta 5 delta.dcr "delta chain" && threads delta 5
+}
+tcase "ULP delta chain of 5 (1.0 bundles), no base: deltas add in key space" t_delta
+
+t_classed() {
+  run squash $(bundles c12 10) -o c12.dcr
+  want_rc 2 "no base" && has e "DCR_E_ARGUMENT" "no base" && has e "needs the base" "no base" &&
+    has e "chunk " "no base" && absent c12.dcr "no base" || return
+  run squash $(bundles c12 10) -o c12.dcr --base c12/s0.st
+  want_rc 0 "--base" && check c12 10 c12.dcr "1.2 chain" base && threads c12 10 --base c12/s0.st || return
+  # rebuilt and coded by the encoder's own coder: a direct encode, byte for byte
+  "$DCR" encode c12/s0.st c12/s10.st -o c12/direct.dcr --chunk-size 64K --meta step=10 -q -f
+  same_body c12.dcr c12/direct.dcr "with --base"
+}
+tcase "1.2 chain of 10 (DELTA_CLASSED): refused without --base, a direct encode's bytes with it" t_classed
+
+t_mixed() {
+  run squash $(bundles mixed 5) -o mixed.dcr --base mixed/s0.st
+  want_rc 0 "squash" && check mixed 5 mixed.dcr "mixed chain" base && threads mixed 5 --base mixed/s0.st
+}
+tcase "XOR, delta and overwrite mixed in chunks: rebuilt from --base" t_mixed
+
+t_back() {
+  # b2 undoes b1 (every chunk changed, then changed back); b3 reverts part of b1's
+  for d in xor delta c12; do
+    mkdir -p "back-$d" && cp "$d/s0.st" "$d/s1.st" "back-$d/" &&
+      "$DCR" encode "back-$d/s1.st" "back-$d/s0.st" -o "back-$d/undo.dcr" --chunk-size 64K -q -f ||
+      { fail "$d: setup"; return; }
+    run squash "$d/b1.dcr" "back-$d/undo.dcr" -o "back-$d/sq.dcr" --json -f
+    want_rc 0 "$d: undone" || return
+    [ "$(jget o 'j["changed_chunks"]')" = 0 ] || fail "$d: $(jget o 'j["changed_chunks"]') chunks kept"
+    run apply "back-$d/s0.st" "back-$d/sq.dcr" -o "back-$d/out.st"
+    want_rc 0 "$d: apply" && same "back-$d/out.st" "back-$d/s0.st" "$d: undone" || return
+  done
+  step xor/s1.st xor/r2.st 99 revert 0.3 xor/s0.st &&
+    "$DCR" encode xor/s1.st xor/r2.st -o xor/r2.dcr --chunk-size 64K -q -f || { fail "revert"; return; }
+  run squash xor/b1.dcr xor/r2.dcr -o xor/rev.dcr -f
+  want_rc 0 "revert" && run apply xor/s0.st xor/rev.dcr -o xor/rev.st &&
+    same xor/rev.st xor/r2.st "revert" || return
+  "$DCR" encode xor/s0.st xor/r2.st -o xor/rdirect.dcr --chunk-size 64K -q -f
+  same_body xor/rev.dcr xor/rdirect.dcr "revert: elements back at their value dropped"
+}
+tcase "changes undone along the chain are dropped (elements and whole chunks)" t_back
+
+t_order() {
+  run squash xor/b2.dcr xor/b1.dcr -o order.dcr
+  want_rc 1 "order" && has e "DCR_E_BASE_MISMATCH" "order" && has e "xor/b1.dcr" "order" &&
+    has e "xor/b2.dcr" "order" && absent order.dcr "order"
+  run squash xor/b1.dcr xor/b3.dcr -o gap.dcr
+  want_rc 1 "gap" && absent gap.dcr "gap"
+}
+tcase "bundles out of order or with a gap: DCR_E_BASE_MISMATCH naming both, nothing written" t_order
+
+t_base() {
+  run squash $(bundles c12 3) -o wrong.dcr --base c12/s1.st
+  want_rc 1 "wrong base" && has e "DCR_E_BASE_MISMATCH" "wrong base" && absent wrong.dcr "wrong base"
+  run squash $(bundles c12 3) -o wrong.dcr --base other.st
+  want_rc 1 "other model" && absent wrong.dcr "other model"
+}
+tcase "a wrong --base: DCR_E_BASE_MISMATCH, nothing written" t_base
+
+t_output() {
+  cp xor/b2.dcr keep.dcr
+  run squash xor/b1.dcr xor/b2.dcr -o xor/b2.dcr -f
+  want_rc 2 "-o an input" && has e "is an input" "-o an input" && same xor/b2.dcr keep.dcr "-o an input" || return
+  ln -f xor/b1.dcr link.dcr
+  run squash xor/b1.dcr xor/b2.dcr -o link.dcr -f
+  want_rc 2 "-o a hard link to an input" && same xor/b2.dcr keep.dcr "link" || return
+  run squash xor/b1.dcr xor/b2.dcr -o xor.dcr
+  want_rc 2 "-o existing, no -f" && has e "already exists" "no -f" || return
+  run squash xor/b1.dcr -o -
+  want_rc 2 "-o -"
+}
+tcase "-o an input (even with -f, or a link), an existing file without -f, -o -: refused" t_output
+
+t_one() {
+  run squash c12/b1.dcr -o one.dcr
+  want_rc 0 "one" && same_body one.dcr c12/b1.dcr "one bundle"
+}
+tcase "one bundle squashes to itself, byte for byte past the header" t_one
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
