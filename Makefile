@@ -44,7 +44,7 @@ TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 .SECONDARY:
 
 .PHONY: all lib cli deps test check unit asan demo install uninstall clean help \
-        vectors vectors-check conformance check-large \
+        vectors vectors-check conformance check-large python-test \
         fuzz-build fuzz-replay fuzz fuzz-bins fuzz-seeds crash-test
 
 # The fuzzing switch (format/common.h) makes checksums always match: it must never
@@ -141,6 +141,12 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies at random moments, rerun, compare (CRASH_COUNT=300, ~5 min)
 	bash tests/crash_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
 
+# The Python package (python/, issue #14) against this build's shared library and
+# CLI, with Debian's python3-numpy and python3-pytest. Not part of check: check
+# also runs under ASan, whose library Python cannot load.
+python-test: $(BUILD)/libdcr.so $(BUILD)/dcr ## Test the Python package (python/) with pytest
+	DCR_LIBRARY=$(BUILD)/libdcr.so.$(SOVERSION) DCR_CLI=$(BUILD)/dcr /usr/bin/python3 -m pytest -q python/tests
+
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
@@ -222,6 +228,7 @@ asan: ## Run every test under AddressSanitizer and UndefinedBehaviorSanitizer
 test: deps ## Install dependencies, build with -Werror, run all tests plain and sanitized, replay fuzz corpora
 	$(MAKE) all
 	$(MAKE) check
+	$(MAKE) python-test
 	$(MAKE) check-large
 	$(MAKE) asan
 	$(MAKE) fuzz-replay

@@ -19,6 +19,9 @@ command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
+# make python-test: the Python package's tests run with Debian's python3 and its packages
+/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need="$need python3-numpy"
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need="$need python3-pytest"
 command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-check hashes
 command -v zstd >/dev/null 2>&1 || need="$need zstd"   # tools/spec_example.py decompresses frames
 command -v groff >/dev/null 2>&1 || need="$need groff-base"   # tests/readme_test.sh renders doc/dcr.1

@@ -1,0 +1,336 @@
+"""dcr - DCR delta bundles for model weights, from Python.
+
+A binding of libdcr (the C library of this repository) through ctypes: make a
+bundle from two checkpoints (:func:`encode`), open and check one (:class:`Bundle`,
+:func:`validate`), and apply it to weights held in memory (:meth:`Bundle.apply_to`,
+numpy arrays or CPU tensors patched in place, on threads, with the GIL released),
+to files (:meth:`Bundle.apply_file`, :meth:`Bundle.apply_in_place`), or change by
+change (:meth:`Bundle.changes`, for device memory). Every failure raises a
+:class:`Error` carrying the DCR_E_ name, its number and the library's detail.
+
+The library is found through the DCR_LIBRARY environment variable (a path to
+libdcr.so.1), else a copy installed next to this package, else the system's
+libdcr.so.1; importing fails with ImportError if its version is not the one this
+package was written for.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import os
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Tuple, Union
+
+from . import _lib
+from ._bundle import (
+    Bundle,
+    BundleInfo,
+    Cancel,
+    Change,
+    Changes,
+    ChunkInfo,
+    MemberInfo,
+    PatchStats,
+    Problem,
+    SectionInfo,
+    TensorInfo,
+    TensorSide,
+    _Callbacks,
+    checkpoint_path,
+)
+from ._errors import (
+    ArgumentError,
+    BaseMismatchError,
+    Cancelled,
+    CheckpointError,
+    Detail,
+    Error,
+    FormatError,
+    IOFailure,
+    OutOfMemory,
+    TargetMismatchError,
+    argument_error,
+    check,
+    error_message,
+    error_name,
+)
+from ._safetensors import TensorData, Tensors, load_safetensors, memory_file, save_safetensors
+
+__all__ = [
+    "ABI_VERSION", "FORMAT_VERSION", "VERSION", "__version__", "library_version", "library_path",
+    "default_threads",
+    "encode", "encode_bytes", "encode_tensors", "state_id", "validate", "save_safetensors", "load_safetensors",
+    "Bundle", "BundleInfo", "TensorInfo", "TensorSide", "ChunkInfo", "SectionInfo", "MemberInfo",
+    "Problem", "PatchStats", "EncodeStats", "Change", "Changes", "Cancel", "TensorData", "Tensors",
+    "Error", "Detail", "ArgumentError", "FormatError", "BaseMismatchError", "TargetMismatchError",
+    "CheckpointError", "Cancelled", "IOFailure", "OutOfMemory", "error_name", "error_message",
+]
+
+__version__ = _lib.VERSION_STRING
+VERSION: Tuple[int, int, int] = (_lib.VERSION_MAJOR, _lib.VERSION_MINOR, _lib.VERSION_PATCH)
+ABI_VERSION: int = _lib.ABI_VERSION
+FORMAT_VERSION: Tuple[int, int] = (_lib.FORMAT_MAJOR, _lib.FORMAT_MINOR)
+library_version = _lib.library_version
+library_path: str = _lib.path
+
+PathLike = Union[str, "os.PathLike[str]"]
+Progress = Callable[[int, int], Any]
+L = _lib.lib
+
+
+def default_threads() -> int:
+    """The thread count that ``threads=0`` means: the CPUs this process may use
+    (affinity and cgroup quota), at most 32."""
+    return int(L.dcr_default_threads())
+
+
+_ENCODINGS = ["XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE",
+              "DELTA_SPARSE", "DELTA_CLASSED"]
+
+
+@dataclass(frozen=True)
+class EncodeStats:
+    """Statistics of an encode (``dcr_encode_stats``)."""
+
+    bundle_size: int
+    target_size: int
+    elements: int  # elements compared (both sides present)
+    changed_elements: int
+    chunks: int  # chunks examined
+    changed_chunks: int  # chunks carried in the bundle
+    chunks_by_encoding: Dict[str, int]
+    tensors_added: int
+    tensors_removed: int
+    tensors_recoded: int
+    tensors_resized: int
+    format_version: Tuple[int, int]
+
+    @classmethod
+    def _from_c(cls, s: "_lib.EncodeStatsC") -> "EncodeStats":
+        by = {name: int(s.chunks_by_encoding[i]) for i, name in enumerate(_ENCODINGS[:6])}
+        by["DELTA_CLASSED"] = int(s.chunks_delta_classed)
+        return cls(s.bundle_size, s.target_size, s.elements, s.changed_elements, s.chunks, s.changed_chunks,
+                   by, s.tensors_added, s.tensors_removed, s.tensors_recoded, s.tensors_resized,
+                   (1, int(s.format_minor)))
+
+
+def _encode_options(
+    chunk_size: Optional[int], level: Optional[int], threads: int, raw: bool,
+    metadata: Optional[Mapping[str, Any]], cb: _Callbacks, replace: bool, sync: bool, max_memory: int,
+    unrelated: bool, format: Optional[str],
+) -> Tuple["_lib.EncodeOptions", Any]:
+    o = _lib.EncodeOptions()
+    L.dcr_encode_options_default(ctypes.byref(o))
+    if chunk_size is not None:
+        o.chunk_size = chunk_size
+    if level is not None:
+        o.level = level
+    o.threads = threads
+    o.raw = int(raw)
+    keep: List[Any] = []
+    if metadata:
+        pairs = [(str(k).encode(), str(v).encode()) for k, v in metadata.items()]
+        arr = (_lib.Meta * len(pairs))(*[_lib.Meta(k, v) for k, v in pairs])
+        keep += [pairs, arr]
+        o.meta = ctypes.cast(arr, ctypes.POINTER(_lib.Meta))
+        o.meta_count = len(pairs)
+    o.progress = cb.fn
+    o.cancel = cb.cancel._pointer
+    o.no_replace = int(not replace)
+    o.no_sync = int(not sync)
+    o.max_memory = max_memory
+    o.unrelated = int(unrelated)
+    if format is not None:
+        minors = {"1.0": 0, "1.1": 1, "1.2": 2}
+        if format not in minors:
+            raise argument_error(f"format must be '1.0', '1.1' or '1.2', not {format!r}")
+        o.max_minor = minors[format]
+    return o, keep
+
+
+def encode(
+    base: PathLike,
+    target: PathLike,
+    out: Union[PathLike, BinaryIO],
+    *,
+    chunk_size: Optional[int] = None,
+    level: Optional[int] = None,
+    threads: int = 0,
+    raw: bool = False,
+    metadata: Optional[Mapping[str, Any]] = None,
+    replace: bool = True,
+    sync: bool = True,
+    max_memory: int = 0,
+    unrelated: bool = False,
+    format: Optional[str] = None,
+    progress: Optional[Progress] = None,
+    cancel: Optional[Cancel] = None,
+) -> EncodeStats:
+    """Encodes the changes from ``base`` to ``target`` (safetensors files, model
+    directories, or any two files with ``raw=True``) into a bundle, as ``dcr
+    encode`` does, and returns its statistics.
+
+    Args:
+        out: a path, written atomically (a temporary file linked into place when the
+            bundle is whole, fsynced unless ``sync=False``; an existing file is
+            replaced unless ``replace=False``); or a binary file object with
+            ``write`` (whose contents must be discarded if this raises).
+        chunk_size: a power of two from 4 KiB (default 4 MiB).
+        level: zstd level, 0 stores without compression (default 3).
+        threads: worker threads; 0 = the CPUs this process may use.
+        metadata: key/value pairs stored in the bundle (``--meta step=1200``).
+        max_memory: memory budget for reading the inputs' headers (0: 1 GiB).
+        unrelated: encode inputs that share no tensor name.
+        format: the newest format the bundle may need, "1.0", "1.1" or "1.2"
+            (default); "1.1" leaves out DELTA_CLASSED chunks, whose positions
+            depend on the base (needed by callers of :meth:`Bundle.changes`).
+        progress: called with (bytes done, total) from the calling thread; an
+            exception it raises stops the encode and is raised again.
+        cancel: a :class:`Cancel` token that stops the encode from another thread.
+    """
+    cb = _Callbacks(progress, cancel)
+    o, keep = _encode_options(chunk_size, level, threads, raw, metadata, cb, replace, sync, max_memory,
+                              unrelated, format)
+    st = _lib.EncodeStatsC()
+    d = _lib.Detail()
+    if hasattr(out, "write"):
+        return _encode_to(base, target, out.write, o, cb)  # type: ignore[union-attr]
+    rc = L.dcr_encode_file(_c(base), _c(target), _b(out), ctypes.byref(o), ctypes.byref(st),  # type: ignore[arg-type]
+                           ctypes.byref(d))
+    cb.reraise()
+    check(rc, d)
+    del keep
+    return EncodeStats._from_c(st)
+
+
+def _b(p: PathLike) -> bytes:
+    return os.fsencode(os.fspath(p))
+
+
+def _c(p: PathLike) -> bytes:
+    return os.fsencode(checkpoint_path(p))
+
+
+def _encode_to(base: PathLike, target: PathLike, write: Callable[[bytes], Any], o: "_lib.EncodeOptions",
+               cb: _Callbacks) -> EncodeStats:
+    errors: List[BaseException] = []
+
+    def sink(opaque: Any, data: int, size: int) -> int:
+        try:
+            write(ctypes.string_at(data, size))
+            return 0
+        except BaseException as e:  # carried to the caller
+            errors.append(e)
+            return 1
+
+    fn = _lib.WRITE_FN(sink)
+    st = _lib.EncodeStatsC()
+    d = _lib.Detail()
+    rc = L.dcr_encode(_c(base), _c(target), ctypes.byref(o), fn, None, ctypes.byref(st), ctypes.byref(d))
+    if errors:
+        raise errors[0]
+    cb.reraise()
+    check(rc, d)
+    return EncodeStats._from_c(st)
+
+
+def encode_bytes(base: PathLike, target: PathLike, **options: Any) -> Tuple[bytes, EncodeStats]:
+    """:func:`encode` into memory: returns the bundle's bytes and the statistics
+    (options as for :func:`encode`; ``replace`` and ``sync`` do not apply)."""
+    buf = io.BytesIO()
+    stats = encode(base, target, buf, **options)
+    return buf.getvalue(), stats
+
+
+def encode_tensors(
+    base: Mapping[str, Any],
+    target: Mapping[str, Any],
+    out: Union[PathLike, BinaryIO, None] = None,
+    *,
+    base_dtypes: Optional[Mapping[str, str]] = None,
+    target_dtypes: Optional[Mapping[str, str]] = None,
+    **options: Any,
+) -> Union[EncodeStats, Tuple[bytes, EncodeStats]]:
+    """:func:`encode` from tensors held in memory (mappings of names to numpy arrays
+    or CPU tensors, BF16 torch tensors included, or :class:`TensorData`), with no
+    file on any filesystem: each side is written as safetensors (tensors in name
+    order) into an anonymous memory file (memfd) for the library to read, so it
+    costs one copy of each side in memory for the duration of the call. With
+    ``out=None`` returns ``(bytes, stats)``, else the stats. ``base_dtypes`` and
+    ``target_dtypes`` name the safetensors dtype of arrays whose own dtype does not
+    tell it (BF16 held as uint16; by default the mapping's ``dtypes``, as
+    :func:`load_safetensors` gives)."""
+    with memory_file(base, "base", base_dtypes) as bp, memory_file(target, "target", target_dtypes) as tp:
+        try:
+            if out is None:
+                return encode_bytes(bp, tp, **options)
+            return encode(bp, tp, out, **options)
+        except Error as e:
+            raise _renamed(e, {bp: "<base tensors>", tp: "<target tensors>"}) from None
+
+
+def _renamed(e: Error, names: Mapping[str, str]) -> Error:
+    f = e.detail.file
+    if f in names:
+        from dataclasses import replace as _replace
+
+        e = type(e)(_replace(e.detail, file=names[f]))
+    return e
+
+
+def state_id(source: Union[PathLike, Mapping[str, Any]], *, raw: bool = False, threads: int = 0,
+             max_memory: int = 0, dtypes: Optional[Mapping[str, str]] = None) -> str:
+    """The state id (SPEC.md §7) of a checkpoint, as 32 hex digits, as ``dcr id``
+    prints it: the id a bundle names as its base (``bundle.base_state``) and its
+    target. ``source`` is a safetensors file, a model directory (a checkpoint set),
+    any file with ``raw=True``, or a mapping of tensor names to arrays held in
+    memory (written to an anonymous memory file first: one copy). The id depends
+    only on the tensors' names, dtypes, shapes and bytes: for a mapping, ``dtypes``
+    names the safetensors dtype of arrays whose own dtype does not tell it (BF16
+    held as uint16; by default the mapping's ``dtypes``, as :func:`load_safetensors`
+    gives)."""
+    if isinstance(source, Mapping):
+        with memory_file(source, "state", dtypes) as p:
+            try:
+                return _state_id_path(p, 1, threads, max_memory)
+            except Error as e:
+                raise _renamed(e, {p: "<tensors>"}) from None
+    path = checkpoint_path(source)
+    kind = 0 if raw else 3 if os.path.isdir(path) else 1
+    return _state_id_path(path, kind, threads, max_memory)
+
+
+def _state_id_path(path: PathLike, kind: int, threads: int, max_memory: int) -> str:
+    lim = _lib.Limits()
+    L.dcr_limits_default(ctypes.byref(lim))
+    if max_memory:
+        lim.max_memory = max_memory
+    ck = ctypes.c_void_p()
+    d = _lib.Detail()
+    check(L.dcr_checkpoint_open(ctypes.byref(ck), _b(path), kind, ctypes.byref(lim), ctypes.byref(d)), d)
+    try:
+        out = (ctypes.c_uint8 * 16)()
+        check(L.dcr_checkpoint_state_id(ck, threads, ctypes.byref(out), ctypes.byref(d)), d)
+        return bytes(out).hex()
+    finally:
+        L.dcr_checkpoint_free(ck)
+
+
+def validate(
+    source: Union[PathLike, bytes, bytearray, memoryview],
+    base: Optional[PathLike] = None,
+    target: Optional[PathLike] = None,
+    *,
+    threads: int = 0,
+    max_memory: int = 0,
+) -> List[Problem]:
+    """Every problem ``dcr validate --json BUNDLE [--base B] [--target T]`` reports,
+    as :class:`Problem` objects, structure problems (found when the bundle is
+    opened) included; empty when valid. See :meth:`Bundle.validate`."""
+    try:
+        b = Bundle(source, threads=threads, max_memory=max_memory)
+    except Error as e:
+        return [Problem.from_error(e, "structure")]
+    with b:
+        return b.validate(base, target)
