@@ -528,7 +528,9 @@ typedef int (*dcr_resolve_fn)(void *opaque, uint64_t entry, const dcr_tensor_inf
 /* Applies the bundle to the caller's buffers on threads, touching only changed
  * chunks (and added tensors). With FULL or CHUNK verification nothing is written
  * unless every check passes; the buffers are either the base, untouched, or the
- * target. */
+ * target. A bundle with a resized tensor (tensor->resized, format 1.1) fails with
+ * DCR_E_ARGUMENT before the resolver is called: it is coded against base bytes
+ * that a buffer of the target's size does not hold (apply it to a file). */
 DCR_API int dcr_patch_memory(dcr_patch *patch, dcr_resolve_fn resolve, void *opaque,
                              dcr_detail *detail);
 

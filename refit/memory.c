@@ -182,6 +182,14 @@ int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_det
   memset(&p->stats, 0, sizeof p->stats);
   if (!resolve) return dcr__fail(d, DCR_E_ARGUMENT, "no resolver");
   const dcr__manifest *m = &p->r->man;
+  /* A resized tensor (§6.5) is coded against its base bytes over the common
+   * prefix, but the resolver hands over one buffer of the target's size, whose
+   * contents are not the base: it cannot be patched in memory. */
+  for (uint64_t i = 0; i < m->entry_count; i++)
+    if (m->entries[i].resized)
+      return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "a resized tensor (format 1.1, SPEC.md "
+                                            "§6.5) cannot be patched in memory: apply the bundle to a "
+                                            "file, or encode with --format 1.0");
   patcher pt = {.p = p, .buf = calloc((size_t)m->entry_count + 1, sizeof *pt.buf)};
   if (!pt.buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   int rc = resolve_all(&pt, resolve, opaque, d);

@@ -660,6 +660,54 @@ static void test_memory_added_tensor_fills_new_buffer(void **state) {
   dcr_reader_free(r);
 }
 
+/* A resized tensor (format 1.1, §6.5) is coded against base bytes that the
+ * target-sized buffer of the resolver does not hold: DCR_E_ARGUMENT naming it,
+ * before the resolver is called, whatever the level; a file apply does it. */
+static void test_memory_resized_tensor_is_argument(void **state) {
+  (void)state;
+  char p_grow[300], b_grow[300];
+  snprintf(p_grow, sizeof p_grow, "%s/grow.safetensors", dir);
+  snprintf(b_grow, sizeof b_grow, "%s/grow.dcr", dir);
+  model m = model_copy(&m_target);
+  tensor *a = model_find(&m, "a.weight");
+  uint8_t *grown = xmalloc((a->n + 64) * a->esize);
+  memcpy(grown, a->data, a->n * a->esize);
+  memset(grown + a->n * a->esize, 0x3c, 64 * a->esize);
+  free(a->data);
+  a->data = grown, a->n += 64;
+  write_model(p_grow, &m);
+  encode(p_base, p_grow, b_grow);
+  dcr_reader *r = open_bundle(b_grow);
+  dcr_tensor_info t;
+  dcr_reader_tensor(r, 0, &t);
+  assert_true(t.resized);
+  for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++) {
+    buffers held = load_buffers(p_base), before = buffers_copy(&held);
+    resolver rs = make_resolver(&held);
+    dcr_patch *p = new_patch(r, level, 1);
+    dcr_detail d;
+    assert_int_equal(dcr_patch_memory(p, resolve, &rs, &d), DCR_E_ARGUMENT);
+    assert_string_equal(d.tensor_name, "a.weight");
+    assert_int_equal(rs.calls, 0);
+    assert_true(buffers_equal(&held, &before));
+    resolver_free(&rs);
+    dcr_patch_free(p);
+    buffers_free(&held), buffers_free(&before);
+  }
+  copy_file(p_base, p_work);
+  dcr_patch *p = new_patch(r, DCR_VERIFY_FULL, 1);
+  dcr_detail d;
+  int rc = dcr_patch_file(p, p_work, &d);
+  dcr_patch_free(p);
+  if (rc == DCR_OK) assert_true(same_file(p_work, p_grow));
+  else assert_int_equal(rc, DCR_E_ARGUMENT); /* the layout changes: a copy apply is needed */
+  assert_int_equal(dcr_apply(r, p_base, p_work, NULL, &d), DCR_OK);
+  assert_true(same_file(p_work, p_grow));
+  dcr_reader_free(r);
+  model_free(&m);
+  unlink(p_grow), unlink(b_grow), unlink(p_work);
+}
+
 /* A removed tensor: NULL skips it; its bytes, given, are hashed at FULL (dcr.h:
  * "every base byte given is hashed"), so wrong ones are DCR_E_BASE_MISMATCH there
  * and nothing is written; CHUNK does not read them. */
@@ -1303,6 +1351,7 @@ int main(void) {
       cmocka_unit_test(test_memory_resolver_errors_name_the_tensor),
       cmocka_unit_test(test_memory_null_buffer_for_kept_tensor_is_argument),
       cmocka_unit_test(test_memory_added_tensor_fills_new_buffer),
+      cmocka_unit_test(test_memory_resized_tensor_is_argument),
       cmocka_unit_test(test_memory_removed_tensor_null_or_checked),
       cmocka_unit_test(test_memory_cancel_leaves_base_or_target),
       cmocka_unit_test(test_changes_iterator_rebuilds_target),
