@@ -92,8 +92,12 @@ int dcr__meta_serialize(const dcr_meta *pairs, size_t count, uint8_t **out, size
                      sorted[i].key);
     else if (i && !strcmp(sorted[i - 1].key, sorted[i].key))
       rc = dcr__fail(d, DCR_E_ARGUMENT, "metadata key \"%.64s\" given twice", sorted[i].key);
-    else if (dcr__meta_standard_check(sorted[i].key, sorted[i].value, d))
-      rc = DCR_E_ARGUMENT; /* a writer's input, not a reader's verdict */
+    else {
+      dcr_detail why; /* DCR_E_MANIFEST there; from a writer's caller, an argument */
+      dcr__detail_init(&why);
+      if (dcr__meta_standard_check(sorted[i].key, sorted[i].value, &why))
+        rc = dcr__fail(d, DCR_E_ARGUMENT, "%s", why.message);
+    }
     size += 6 + k + v;
   }
   uint8_t *buf = rc ? NULL : malloc(size);

@@ -38,6 +38,8 @@ static int same_member(const dcr__hmember *a, const dcr__hmember *b) {
 }
 
 static void check_code(int rc, const dcr_detail *d) {
+  if (d->code != rc) fprintf(stderr, "fuzz_history: %s returned, detail says %s: %s\n", dcr_error_name(rc),
+                             dcr_error_name(d->code), d->message);
   FUZZ_ASSERT(d->code == rc);
   FUZZ_ASSERT(rc > 0 && rc < DCR_ERROR_COUNT_ && rc != DCR_E_ARGUMENT && rc != DCR_E_INTERRUPTED &&
               rc != DCR_E_JOURNAL);

@@ -763,7 +763,8 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
                      "its container", path);
   if (o->first_step >= DCR__HISTORY_STEP_MAX) return dcr__fail(d, DCR_E_ARGUMENT, "step %llu is 2^53 or more",
                                                                (unsigned long long)o->first_step);
-  if (o->run_id && dcr__meta_standard_check("run_id", o->run_id, d)) return DCR_E_ARGUMENT;
+  if (o->run_id && dcr__meta_standard_check("run_id", o->run_id, NULL))
+    return dcr__fail(d, DCR_E_ARGUMENT, "a run id of %zu bytes: 1 to 256 (SPEC.md §6.4.1)", strlen(o->run_id));
   plan p = {0};
   if (!(p.buf = malloc(BUF_SIZE))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   dcr_limits lim;

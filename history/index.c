@@ -139,8 +139,10 @@ static int parse_meta(dcr__hmember *m, json_t *meta, size_t i, dcr_detail *d) {
     if (!m->meta_key[at] || !m->meta_value[at]) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate metadata");
   }
   for (size_t k = 0; k < m->meta_count; k++) {
-    int rc = dcr__meta_standard_check(m->meta_key[k], m->meta_value[k], d);
-    if (rc) return dcr__fail(d, DCR_E_ARCHIVE, "member %zu: %s", i, d ? d->message : "bad metadata");
+    dcr_detail why; /* its code is DCR_E_MANIFEST; in an index the rule is R-HIS-2's */
+    dcr__detail_init(&why);
+    if (dcr__meta_standard_check(m->meta_key[k], m->meta_value[k], &why))
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu: %s", i, why.message);
   }
   return DCR_OK;
 }
