@@ -32,7 +32,7 @@ typedef struct {
 /* getopt_long ids for the options every command takes. */
 enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
        OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY,
-       OPT_UNRELATED, OPT_FORMAT, OPT_PARENT };
+       OPT_UNRELATED, OPT_FORMAT, OPT_PARENT, OPT_KEY, OPT_PUBKEY, OPT_SIGN, OPT_REQUIRE_SIGNATURE };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
@@ -189,5 +189,13 @@ int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_squash(int argc, char **argv);
+int cmd_keygen(int argc, char **argv);
+int cmd_sign(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+/* --require-signature KEY, --pubkey KEY: adds a trusted public key file to *ring (made
+ * on first use); CLI_OK, or the error printed and its exit code (cmd_verify.c). */
+int cli_trust_key(dcr_keyring **ring, const char *command, const char *path);
+/* r's signatures against ring (SPEC.md 20.4); DCR_OK when ring is NULL (none asked). */
+int cli_check_signature(dcr_reader *r, const dcr_keyring *ring, dcr_detail *d);
 
 #endif

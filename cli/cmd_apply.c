@@ -43,6 +43,10 @@ static const char usage[] =
     "      --max-size SIZE  refuse a target larger than SIZE (K/M/G/T) before writing:\n"
     "                       a tiny bundle can declare terabytes of zeros\n"
     "  -f, --force          replace OUT if it exists\n"
+    "      --require-signature KEY\n"
+    "                       refuse a bundle not signed by the public key KEY\n"
+    "                       (repeatable: any one of them), checked before anything\n"
+    "                       is decoded or written (dcr verify; SPEC.md 20)\n"
     "      --json           print what was done as one JSON document on stdout\n";
 
 typedef struct {
@@ -347,18 +351,23 @@ int cmd_apply(int argc, char **argv) {
                                         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {"max-size", required_argument, NULL, OPT_SIZE},
+                                        {"require-signature", required_argument, NULL, OPT_REQUIRE_SIGNATURE},
                                         {NULL, 0, NULL, 0}};
   job j = {.verify = 0, .sync = 1, .progress = {.what = "applying"}};
+  dcr_keyring *ring = NULL; /* --require-signature: the trusted keys */
   cli_common_init(&j.common, "apply");
   const char *out = NULL;
-  int force = 0, in_place = 0, c, stop = 0;
+  int force = 0, in_place = 0, c, stop = 0, rc;
   uint64_t v;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:fi", longs, NULL)) != -1) {
     if (cli_common_option(&j.common, c, usage, &stop)) {
-      if (stop) return CLI_OK;
+      if (stop) return dcr_keyring_free(ring), CLI_OK;
       continue;
     }
     switch (c) {
+      case OPT_REQUIRE_SIGNATURE:
+        if ((rc = cli_trust_key(&ring, "apply", optarg))) return dcr_keyring_free(ring), rc;
+        break;
       case 'o': out = optarg; break;
       case 'f': force = 1; break;
       case 'i': in_place = 1; break;
@@ -399,7 +408,7 @@ int cmd_apply(int argc, char **argv) {
   inputs[0] = base;
   struct stat so, sb;
   int set = !stat(base, &sb) && S_ISDIR(sb.st_mode);
-  int rc = out ? set ? cli_check_output_dir(out, force, base) : cli_check_output(out, force, inputs, (size_t)j.n + 1)
+  rc = out ? set ? cli_check_output_dir(out, force, base) : cli_check_output(out, force, inputs, (size_t)j.n + 1)
                : CLI_OK;
   free(inputs);
   if (rc == CLI_USAGE && !set && !stat(out, &so) && !stat(base, &sb) && so.st_dev == sb.st_dev &&
@@ -414,6 +423,8 @@ int cmd_apply(int argc, char **argv) {
     dcr_detail d;
     j.b[i].path = argv[optind + 1 + i];
     int err = cli_open_bundle(j.b[i].path, &j.b[i].r, &j.b[i].mem, &d);
+    /* each bundle of a series is checked before any is applied */
+    if (!err) err = cli_check_signature(j.b[i].r, ring, &d);
     if (err) cli_report(j.b[i].path, err, &d), rc = cli_exit_code(err);
     if (err == DCR_E_MAGIC) swapped_hint(base, j.b[i].path);
   }
@@ -437,5 +448,6 @@ int cmd_apply(int argc, char **argv) {
   }
   for (int i = 0; i < j.n; i++) dcr_reader_free(j.b[i].r), free(j.b[i].mem);
   free(j.b);
+  dcr_keyring_free(ring);
   return rc;
 }

@@ -49,9 +49,14 @@ static const char usage[] =
     "      --threads N        worker threads (default: usable CPUs, up to 32)\n"
     "      --no-sync          no fsync: survives a killed process, not a power loss\n"
     "  -f, --force            create, extract: replace an existing output\n"
+    "      --require-signature KEY\n"
+    "                         create, append, extract, verify: every bundle added\n"
+    "                         or read must be signed by the public key in file KEY\n"
+    "                         (repeatable: by one of them; SPEC.md section 20)\n"
     "      --json             list, verify: print one JSON document on stdout\n" CLI_COMMON_HELP;
 
-enum { OPT_KEYFRAME = 2000, OPT_STEP, OPT_STATE, OPT_EVERY, OPT_RUN_ID, OPT_CONTAINER, OPT_VERIFY, OPT_MAX };
+enum { OPT_KEYFRAME = 2000, OPT_STEP, OPT_STATE, OPT_EVERY, OPT_RUN_ID, OPT_CONTAINER, OPT_VERIFY, OPT_MAX,
+       OPT_SIGNED_BY };
 
 typedef struct {
   dcr_history_options o;
@@ -258,6 +263,27 @@ static int run_write(const char *sub, const char *path, char **bundles, int n, h
   return CLI_OK;
 }
 
+static int run(int argc, char **argv, history_job *jp) {
+  history_job j = *jp;
+  if (cli_arg_count("history", argc, argv, 2, -1, "a subcommand and an ARCHIVE")) return CLI_USAGE;
+  const char *sub = argv[optind], *path = argv[optind + 1];
+  char **rest = argv + optind + 2;
+  int n = argc - optind - 2;
+  int reads = !strcmp(sub, "list") || !strcmp(sub, "verify") || !strcmp(sub, "extract");
+  if (reads && n) return cli_usage("history", "%s takes one ARCHIVE (from '%s' on is too many)", sub, rest[0]);
+  if (j.json && strcmp(sub, "list") && strcmp(sub, "verify")) return cli_usage("history", "--json is for list and verify");
+  if (!reads && !strcmp(path, "-")) return cli_usage("history", "%s writes a file: ARCHIVE cannot be -", sub);
+  if (!strcmp(sub, "list") || !strcmp(sub, "verify")) {
+    /* Nothing is written: an interrupt may end the process where it stands. */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    return !strcmp(sub, "list") ? run_list(path, &j) : run_verify(path, &j);
+  }
+  if (!strcmp(sub, "extract")) return run_extract(path, &j);
+  if (!strcmp(sub, "create") || !strcmp(sub, "append")) return run_write(sub, path, rest, n, &j);
+  return cli_usage("history", "unknown subcommand '%s' (create, append, list, verify or extract)", sub);
+}
+
 int cmd_history(int argc, char **argv) {
   static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
                                         {"keyframe", required_argument, NULL, OPT_KEYFRAME},
@@ -273,8 +299,10 @@ int cmd_history(int argc, char **argv) {
                                         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
                                         {"force", no_argument, NULL, 'f'},
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        {"require-signature", required_argument, NULL, OPT_SIGNED_BY},
                                         {NULL, 0, NULL, 0}};
   history_job j = {0};
+  dcr_keyring *ring = NULL; /* --require-signature: the trusted keys */
   dcr_history_options_default(&j.o);
   j.o.cancel = &cli_interrupted;
   cli_common_init(&j.common, "history");
@@ -282,10 +310,14 @@ int cmd_history(int argc, char **argv) {
   uint64_t v;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:f", longs, NULL)) != -1) {
     if (cli_common_option(&j.common, c, usage, &stop)) {
-      if (stop) return CLI_OK;
+      if (stop) return dcr_keyring_free(ring), CLI_OK;
       continue;
     }
+    int rc;
     switch (c) {
+      case OPT_SIGNED_BY:
+        if ((rc = cli_trust_key(&ring, "history", optarg))) return dcr_keyring_free(ring), rc;
+        break;
       case OPT_KEYFRAME: j.keyframe = optarg; break;
       case OPT_STEP:
         if (cli_parse_uint(optarg, ((uint64_t)1 << 53) - 1, &j.step)) return cli_usage("history", "bad --step '%s'", optarg);
@@ -324,21 +356,8 @@ int cmd_history(int argc, char **argv) {
       default: return cli_bad_option("history", c, argv);
     }
   }
-  if (cli_arg_count("history", argc, argv, 2, -1, "a subcommand and an ARCHIVE")) return CLI_USAGE;
-  const char *sub = argv[optind], *path = argv[optind + 1];
-  char **rest = argv + optind + 2;
-  int n = argc - optind - 2;
-  int reads = !strcmp(sub, "list") || !strcmp(sub, "verify") || !strcmp(sub, "extract");
-  if (reads && n) return cli_usage("history", "%s takes one ARCHIVE (from '%s' on is too many)", sub, rest[0]);
-  if (j.json && strcmp(sub, "list") && strcmp(sub, "verify")) return cli_usage("history", "--json is for list and verify");
-  if (!reads && !strcmp(path, "-")) return cli_usage("history", "%s writes a file: ARCHIVE cannot be -", sub);
-  if (!strcmp(sub, "list") || !strcmp(sub, "verify")) {
-    /* Nothing is written: an interrupt may end the process where it stands. */
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    return !strcmp(sub, "list") ? run_list(path, &j) : run_verify(path, &j);
-  }
-  if (!strcmp(sub, "extract")) return run_extract(path, &j);
-  if (!strcmp(sub, "create") || !strcmp(sub, "append")) return run_write(sub, path, rest, n, &j);
-  return cli_usage("history", "unknown subcommand '%s' (create, append, list, verify or extract)", sub);
+  j.o.require_signature = ring;
+  int rc = run(argc, argv, &j);
+  dcr_keyring_free(ring);
+  return rc;
 }

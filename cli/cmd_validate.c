@@ -17,6 +17,10 @@ static const char usage[] =
     "Exit status: 0 valid, 1 invalid or not matching, 3 could not run.\n\n"
     "      --base BASE      check that the bundle applies to BASE\n"
     "      --target TARGET  check that TARGET is the bundle's target\n"
+    "      --require-signature KEY\n"
+    "                       require a signature by the public key KEY (repeatable:\n"
+    "                       any one of them), checked after the structure and\n"
+    "                       before the chunks: the stage \"signature\" (SPEC.md 20)\n"
     "      --json           print one JSON document on stdout (see README)\n"
     "      --threads N      worker threads (default: usable CPUs, up to 32)\n";
 
@@ -59,21 +63,26 @@ int cmd_validate(int argc, char **argv) {
                                         {"target", required_argument, NULL, OPT_TARGET},
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {"threads", required_argument, NULL, OPT_THREADS},
+                                        {"require-signature", required_argument, NULL, OPT_REQUIRE_SIGNATURE},
                                         {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "validate");
   const char *base = NULL, *target = NULL;
-  int json = 0, c, stop = 0;
+  int json = 0, c, stop = 0, rc;
   uint64_t v;
+  dcr_keyring *ring = NULL; /* --require-signature: the trusted keys */
   dcr_apply_options aopt;
   dcr_apply_options_default(&aopt);
   aopt.cancel = &cli_interrupted;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT, longs, NULL)) != -1) {
     if (cli_common_option(&common, c, usage, &stop)) {
-      if (stop) return CLI_OK;
+      if (stop) return dcr_keyring_free(ring), CLI_OK;
       continue;
     }
     switch (c) {
+      case OPT_REQUIRE_SIGNATURE:
+        if ((rc = cli_trust_key(&ring, "validate", optarg))) return dcr_keyring_free(ring), rc;
+        break;
       case OPT_BASE: base = optarg; break;
       case OPT_TARGET: target = optarg; break;
       case OPT_JSON: json = 1; break;
@@ -95,6 +104,8 @@ int cmd_validate(int argc, char **argv) {
   void *mem = NULL;
   dcr_detail d;
   int structure = check(&rp, "structure", cli_open_bundle(rp.bundle, &r, &mem, &d), &d);
+  /* the signature stage (SPEC.md §15.1, §20.4): nothing unsigned is decoded */
+  int signature = structure && (!ring || check(&rp, "signature", cli_check_signature(r, ring, &d), &d));
   cli_progress_state progress = {.what = "validating"};
   if (structure) {
     dcr_reader_set_threads(r, aopt.threads);
@@ -103,7 +114,7 @@ int cmd_validate(int argc, char **argv) {
   }
   if (common.progress) aopt.progress = cli_progress, aopt.progress_opaque = &progress;
   rp.stage = "chunks";
-  int chunks = structure && dcr_reader_verify_all(r, record_chunk, &rp) == DCR_OK;
+  int chunks = signature && dcr_reader_verify_all(r, record_chunk, &rp) == DCR_OK;
   cli_progress_end(&progress);
   if (chunks && common.verbose && !json) fprintf(stderr, "%s: structure and chunks valid\n", rp.bundle);
   progress.what = "checking the base";
@@ -127,8 +138,9 @@ int cmd_validate(int argc, char **argv) {
     json_t *doc = json_pack("{s:s, s:b, s:o}", "file", rp.bundle, "valid", valid, "errors",
                             rp.errors);
     json_object_set_new(doc, "checks",
-                        json_pack("{s:b, s:o, s:o, s:o}", "structure", structure, "chunks",
-                                  check_json(structure, chunks), "base",
+                        json_pack("{s:b, s:o, s:o, s:o, s:o}", "structure", structure, "signature",
+                                  check_json(structure && ring, signature), "chunks",
+                                  check_json(signature, chunks), "base",
                                   check_json(chunks && base, base_ok), "target",
                                   check_json(chunks && target, target_ok)));
     if (base_ok) json_object_set_new(doc, "base_is_target", json_boolean(base_is_target));
@@ -144,5 +156,6 @@ int cmd_validate(int argc, char **argv) {
   }
   dcr_reader_free(r);
   free(mem);
+  dcr_keyring_free(ring);
   return rp.worst;
 }

@@ -20,6 +20,9 @@ static const struct {
     {"bench", cmd_bench, "measure bundle size and encode/apply/validate speed"},
     {"history", cmd_history, "keep a run's bundles in a tar or zip archive; rebuild any step"},
     {"squash", cmd_squash, "compose consecutive bundles into one"},
+    {"keygen", cmd_keygen, "make an Ed25519 key pair for signing bundles"},
+    {"sign", cmd_sign, "sign a bundle (Ed25519 over SHA-256 digests)"},
+    {"verify", cmd_verify, "check a bundle's signature against trusted public keys"},
 };
 
 static void help(FILE *f) {

@@ -242,6 +242,13 @@ DCR_HIDDEN int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c,
 /* Writes the 16-byte digests of the pieces of p[0..bytes) to out (room for
  * DCR__PIECES(bytes) of them) and returns how many there are. */
 DCR_HIDDEN size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out);
+/* The same with SHA-256, 32 bytes a piece (SPEC.md §20.2, signed tensor digests). */
+DCR_HIDDEN size_t dcr__pieces_sha256(const uint8_t *p, size_t bytes, uint8_t *out);
+/* Every tensor's SHA-256 tensor digest (§20.2) of the checkpoint, in its tensor order,
+ * 32 bytes each into out, with the state id's jobs, threads and cancel/progress
+ * (state_id.c). */
+DCR_HIDDEN int dcr__checkpoint_sha256(dcr_checkpoint *c, unsigned threads, uint8_t *out,
+                                      dcr_detail *d);
 /* dcr__pieces, and a copy of the bytes to dst made piece by piece while each is
  * in cache: one read of src instead of two. */
 DCR_HIDDEN size_t dcr__pieces_copy(uint8_t *dst, const uint8_t *src, size_t bytes, uint8_t *out);

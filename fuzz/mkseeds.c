@@ -616,6 +616,30 @@ static void history_seeds(const fuzz_buf *base) {
   fuzz_buf_free(&b);
 }
 
+/* fuzz_sign: mode byte 3 (XOR into the skeleton's valid payload), and well-formed
+ * payloads of their own for the parser (mode 0) and the bundle (mode 1). */
+static void sign_seeds(void) {
+  uint8_t m[1 + 16 + 112 + 88] = {0};
+  save("sign", "valid", "\x03", 1);
+  m[0] = 3;
+  m[1 + 16 + 112 + 30] = 0x01; /* a byte of the table's first section record */
+  save("sign", "xor-table", m, 1 + 16 + 112 + 31);
+  memset(m, 0, sizeof m);
+  m[0] = 3, m[1 + 4] = 0x03; /* signature count 1 -> 2 */
+  save("sign", "xor-count", m, 1 + 5);
+  memset(m, 0, sizeof m);
+  uint8_t *p = m + 1;
+  dcr__put16(p, 1);
+  dcr__put32(p + 4, 1);
+  dcr__put64(p + 8, 112);
+  memcpy(p + 16, "DCR-SIGN-TABLE-1", 16);
+  p[16 + 112] = 1; /* Ed25519 */
+  for (int i = 0; i < 16; i++) p[16 + 112 + 8 + i] = (uint8_t)(i + 1);
+  save("sign", "parse-minimal", m, sizeof m);
+  m[0] = 1;
+  save("sign", "bundle-minimal", m, sizeof m);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) root = argv[1];
   if (mkdir(root, 0777) && errno != EEXIST) perror(root), exit(1);
@@ -706,6 +730,7 @@ int main(int argc, char **argv) {
   journals();
   set_seeds();
   history_seeds(&base);
+  sign_seeds();
   fuzz_buf_free(&base);
   fuzz_buf_free(&t);
   fuzz_buf_free(&raw);

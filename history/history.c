@@ -292,7 +292,7 @@ static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, uint8_t **mem, 
       return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): metadata '%.64s' disagrees with the index", i,
                        m->name, p.key);
   }
-  return DCR_OK;
+  return o->require_signature ? dcr_reader_verify_signature(*r, o->require_signature, NULL, d) : DCR_OK;
 }
 
 /* A bundle's own errors (from the reader, the patch) say nothing of where it is
@@ -565,13 +565,14 @@ static void member_name(char *out, size_t size, int kind, uint64_t step) {
 
 /* Adds each bundle as the next step, after checking it whole and against the
  * state the plan ends in. */
-static int plan_bundles(plan *p, const char *const *paths, size_t n, const dcr_limits *lim, unsigned threads,
-                        dcr_detail *d) {
+static int plan_bundles(plan *p, const char *const *paths, size_t n, const dcr_limits *lim,
+                        const dcr_history_options *o, dcr_detail *d) {
   for (size_t b = 0; b < n; b++) {
     const dcr__hmember *last = &p->x.m[p->x.count - 1];
     dcr_reader *r;
     int err = dcr_reader_open_file(&r, paths[b], lim, d);
-    if (!err) dcr_reader_set_threads(r, threads);
+    if (!err) dcr_reader_set_threads(r, o->threads);
+    if (!err && o->require_signature) err = dcr_reader_verify_signature(r, o->require_signature, NULL, d);
     if (!err) err = dcr_reader_verify(r, d);
     if (err) return dcr_reader_free(r), note_file(d, paths[b]), err;
     dcr_bundle_info info;
@@ -781,7 +782,7 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
   if (!err && o->run_id && !(p.x.run_id = strdup(o->run_id))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   if (!err) err = plan_add(&p, &key, keyframe, NULL, d);
   if (err) note_file(d, keyframe);
-  if (!err) err = plan_bundles(&p, bundles, count, &lim, o->threads, d);
+  if (!err) err = plan_bundles(&p, bundles, count, &lim, o, d);
   if (!err) err = plan_keyframes(&p, path, NULL, keyframe, o, d);
   if (!err) err = plan_write(&p, path, container, NULL, commit_flags(o), o, d);
   if (err) note_file(d, path);
@@ -825,7 +826,7 @@ int dcr_history_append(const char *path, const char *const *bundles, size_t coun
     p.x.keyframe_every = o->keyframe_every ? o->keyframe_every : old->x.keyframe_every;
     if (old->x.run_id && !(p.x.run_id = strdup(old->x.run_id))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   }
-  if (!err) err = plan_bundles(&p, bundles, count, &old->lim, o->threads, d);
+  if (!err) err = plan_bundles(&p, bundles, count, &old->lim, o, d);
   /* Keyframes are built from the old archive read a second time. */
   if (!err && lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
   if (!err) err = dcr__history_open(&keys_from, NULL, fd, NULL, 0, NULL, d);

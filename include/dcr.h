@@ -88,7 +88,8 @@ DCR_API const char *dcr_version_string(void);
   X(E_CHECKPOINT, 23, "input checkpoint is not valid safetensors")                   \
   X(E_INTERRUPTED, 24, "interrupted")                                               \
   X(E_JOURNAL, 25, "an apply journal is malformed or does not fit its checkpoint")   \
-  X(E_ARCHIVE, 26, "a history archive is malformed or disagrees with its index")
+  X(E_ARCHIVE, 26, "a history archive is malformed or disagrees with its index")    \
+  X(E_SIGNATURE, 27, "a required signature is missing, malformed, untrusted or wrong")
 
 typedef enum {
 #define DCR_ENUM_(name, num, msg) DCR_##name = num,
@@ -677,7 +678,11 @@ typedef struct {
   const char *temp_dir;       /* verify: where a keyframe is hashed; NULL: TMPDIR,
                                  else /tmp */
   const volatile int *cancel; /* non-zero stops with DCR_E_INTERRUPTED */
-  uint64_t reserved_[8];
+  /* extract, verify, append: when not NULL, every bundle read or added must be
+   * signed by one of these keys (dcr_reader_verify_signature, SPEC.md §20.4),
+   * checked before it is used: DCR_E_SIGNATURE otherwise. */
+  const struct dcr_keyring *require_signature;
+  uint64_t reserved_[7];
 } dcr_history_options;
 
 DCR_API void dcr_history_options_default(dcr_history_options *options);
@@ -789,6 +794,85 @@ DCR_API void dcr_squash_options_default(dcr_squash_options *options);
 DCR_API int dcr_squash(const char *const *bundle_paths, size_t count, const char *base_path,
                        const char *out_path, const dcr_squash_options *options,
                        dcr_encode_stats *stats, dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Signatures (SPEC.md §20)                                                  */
+/*
+ * An Ed25519 signature (libsodium) in the bundle's ancillary SIGN section, over a
+ * table of SHA-256 digests: one per section before SIGN (so every byte of the
+ * bundle but SIGN and FOOT) and one per base and target tensor, taken over its
+ * 4096-byte pieces as the tensor hashes of §7 are. A bundle may carry signatures
+ * by several keys. Keys live in text files (README, "Signed bundles"):
+ *   dcr-ed25519-public-key v1 / dcr-ed25519-secret-key v1, the key id (32 hex
+ *   digits), the key in base64;
+ * a secret key file must not be readable by group or others (DCR_E_ARGUMENT).
+ * Every failure to verify is DCR_E_SIGNATURE, with what failed in the detail.
+ */
+#define DCR_KEY_ID_SIZE 16
+
+/* A new key pair from the system's random source: secret_path is created with
+ * mode 0600 and public_path with 0644, both new (an existing file is DCR_E_IO,
+ * never replaced). key_id (optional) gets the key id. */
+DCR_API int dcr_keygen(const char *secret_path, const char *public_path,
+                       uint8_t key_id[DCR_KEY_ID_SIZE], dcr_detail *detail);
+
+/* Trusted public keys, read from key files. */
+typedef struct dcr_keyring dcr_keyring;
+DCR_API int dcr_keyring_create(dcr_keyring **ring, dcr_detail *detail);
+/* Adds the public key in the file at path (DCR_E_ARGUMENT for a malformed file or
+ * a secret key); key_id (optional) gets its id. */
+DCR_API int dcr_keyring_add_file(dcr_keyring *ring, const char *path,
+                                 uint8_t key_id[DCR_KEY_ID_SIZE], dcr_detail *detail);
+DCR_API void dcr_keyring_free(dcr_keyring *ring);
+
+typedef struct {
+  unsigned threads;           /* hashing the checkpoints; 0 = dcr_default_threads() */
+  int no_sync;                /* 1: no fsync of the output */
+  const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
+  uint64_t reserved_[8];
+} dcr_sign_options;
+
+DCR_API void dcr_sign_options_default(dcr_sign_options *options);
+
+/* Signs the bundle at bundle_path with the secret key file: the bundle is
+ * checked whole (structure and chunks), base_path and target_path must be its
+ * base and target (every tensor hash, DCR_E_BASE_MISMATCH or
+ * DCR_E_TARGET_MISMATCH), and their tensors are hashed with SHA-256. The result,
+ * the bundle with a SIGN section before FOOT (a signature added to those already
+ * there, which must be over the same table: else DCR_E_SIGNATURE), goes to
+ * out_path atomically, as dcr_encode_file writes (out_path NULL or equal to
+ * bundle_path: the bundle is replaced, and is left as it was on any failure).
+ * Signing again with a key that already signed changes nothing. options may be NULL. */
+DCR_API int dcr_sign_file(const char *bundle_path, const char *secret_key_path,
+                          const char *base_path, const char *target_path, const char *out_path,
+                          const dcr_sign_options *options, dcr_detail *detail);
+
+typedef struct {
+  int present;                      /* 1: the bundle has a SIGN section */
+  uint64_t signature_count;         /* signatures in it (when well-formed) */
+  uint64_t verified_count;          /* of those, by a trusted key and verified */
+  uint8_t key_id[DCR_KEY_ID_SIZE];  /* the first of those */
+  uint64_t reserved_[6];
+} dcr_signature_result;
+
+/* Checks the open bundle's signatures against the trusted keys (SPEC.md §20.4):
+ * SIGN present and well-formed, at least one signature by a trusted key, every
+ * signature by a trusted key valid, and the signed table equal to the bundle's
+ * bytes, section by section. DCR_E_SIGNATURE, naming the first failure (a section
+ * by type and offset), otherwise. Reads every byte before SIGN once; it neither
+ * reads nor needs a checkpoint. result may be NULL. */
+DCR_API int dcr_reader_verify_signature(dcr_reader *reader, const dcr_keyring *ring,
+                                        dcr_signature_result *result, dcr_detail *detail);
+
+/* Checks the signatures as dcr_reader_verify_signature does, then that the
+ * checkpoint at path holds the tensors whose SHA-256 digests were signed, as the
+ * base (side 0) or the target (side 1): for a checkpoint that may have been
+ * crafted to match the XXH3 tensor hashes. Reads the whole checkpoint. One of
+ * other tensors is DCR_E_BASE_MISMATCH (DCR_E_TARGET_MISMATCH); tensors with other
+ * bytes, DCR_E_SIGNATURE naming the first. threads: 0 = dcr_default_threads(). */
+DCR_API int dcr_reader_verify_signed_checkpoint(dcr_reader *reader, const dcr_keyring *ring,
+                                                const char *path, int side, unsigned threads,
+                                                dcr_detail *detail);
 
 #ifdef __cplusplus
 }

@@ -211,6 +211,33 @@ t_hand_made() {
 }
 tcase "archives made by the tar program" t_hand_made
 
+t_signed() {
+  # Bundles signed by the trainer's key: --require-signature on extract, verify and
+  # append takes them, and refuses an archive with an unsigned one.
+  run keygen trainer
+  want_rc 0 "keygen" || return
+  for i in 1 2 3; do
+    run encode "$(ck $((i - 1)))" "$(ck "$i")" -o "s$i.dcr" --meta "step=$i" --sign trainer.key -f -q
+    want_rc 0 "encode --sign step $i" || return
+  done
+  run history create signed.tar --keyframe "$(ck 0)" s1.dcr s2.dcr --require-signature trainer.pub -f -q
+  want_rc 0 "create with signed bundles"
+  run history append signed.tar b3.dcr --require-signature trainer.pub
+  want_rc 1 "append an unsigned bundle" && has e DCR_E_SIGNATURE "append names the signature"
+  run history append signed.tar s3.dcr --require-signature trainer.pub -q
+  want_rc 0 "append a signed bundle"
+  run history extract signed.tar --step 3 -o sig.safetensors --require-signature trainer.pub -f -q
+  want_rc 0 "extract requiring signatures" && cmp -s sig.safetensors "$(ck 3)" || fail "signed step 3 differs"
+  run history verify signed.tar --require-signature trainer.pub
+  want_rc 0 "verify requiring signatures"
+  run history extract run.tar --step 3 -o never.safetensors --require-signature trainer.pub
+  want_rc 1 "extract of unsigned bundles requiring signatures" && has e DCR_E_SIGNATURE "extract"
+  [ ! -e never.safetensors ] || fail "an unsigned extract left an output"
+  run history verify run.tar --require-signature trainer.pub
+  want_rc 1 "verify of unsigned bundles requiring signatures"
+}
+tcase "--require-signature on create, append, extract and verify" t_signed
+
 t_crash() {
   # An append killed at a random moment leaves the old archive or the new one.
   local i seen_old=0 seen_new=0

@@ -171,11 +171,11 @@ CODES = ["DCR_OK", "DCR_E_IO", "DCR_E_NOMEM", "DCR_E_ARGUMENT", "DCR_E_TRUNCATED
          "DCR_E_NAME", "DCR_E_DTYPE", "DCR_E_SHAPE", "DCR_E_LAYOUT", "DCR_E_INDEX",
          "DCR_E_ENCODING", "DCR_E_POSITION", "DCR_E_DECOMPRESS",
          "DCR_E_BASE_MISMATCH", "DCR_E_TARGET_MISMATCH", "DCR_E_CHECKPOINT",
-         "DCR_E_INTERRUPTED", "DCR_E_JOURNAL", "DCR_E_ARCHIVE"]
+         "DCR_E_INTERRUPTED", "DCR_E_JOURNAL", "DCR_E_ARCHIVE", "DCR_E_SIGNATURE"]
 # Companion formats (SPEC.md §18, §19) have vectors and indexes of their own; their codes
 # and requirement ids count as covered by them, as do those of every bundle corpus.
 companions = [json.load(open(os.path.join(tv, p, "index.json"), encoding="utf-8"))
-              for p in ("journal-v1", "history-v1")]
+              for p in ("journal-v1", "history-v1", "sign-v1")]
 spec = open(spec_path, encoding="utf-8").read()
 spec_codes = set(re.findall(r"^\| \d+ \| (DCR_E_[A-Z_]+) \|", spec, re.M))
 if spec_codes != set(CODES[1:]):

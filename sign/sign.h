@@ -1,0 +1,57 @@
+/*
+ * sign.h - signatures of bundles (SPEC.md §20), inside libdcr: the SIGN payload,
+ * its signed table, and key files. Not installed; the public door is the
+ * "Signatures" block of include/dcr.h.
+ */
+#ifndef DCR_SIGN_H
+#define DCR_SIGN_H
+
+#include "../format/format.h"
+
+#define DCR__SIGN_HEAD 16            /* u16 major, u16 minor, u32 count, u64 table length */
+#define DCR__SIGN_TABLE_HEAD 112     /* domain, bundle header, four u64 */
+#define DCR__SIGN_SECTION_RECORD 56  /* type, reserved, offset, length, SHA-256 */
+#define DCR__SIGN_RECORD 88          /* algorithm, 7 reserved, key id, Ed25519 signature */
+#define DCR__SIGN_DOMAIN "DCR-SIGN-TABLE-1" /* 16 bytes, no NUL in the table */
+#define DCR__SIGN_ED25519 1
+#define DCR__SIGN_MAJOR 1
+#define DCR__SIGN_MINOR 0
+
+/* A parsed SIGN payload; the pointers are into the payload. */
+typedef struct {
+  unsigned major, minor;
+  uint32_t signature_count;
+  const uint8_t *table;
+  uint64_t table_length;
+  uint64_t sign_offset, section_count, digest_count; /* from the table */
+  const uint8_t *section_records;                    /* section_count × 56 */
+  const uint8_t *tensor_digests;                     /* digest_count × 32 */
+  const uint8_t *records;                            /* signature_count × 88 */
+} dcr__sign;
+
+/* Checks a SIGN payload by itself (§20.3 steps 1-8: lengths, versions, domain,
+ * reserved fields, key ids in increasing order); DCR_E_SIGNATURE on the first
+ * rule broken. Reads nothing outside p[0..length). */
+DCR_HIDDEN int dcr__sign_parse(const uint8_t *p, size_t length, dcr__sign *s, dcr_detail *d);
+
+/* The key id of a public key (§20.1): the first 16 bytes of its SHA-256. */
+DCR_HIDDEN void dcr__key_id(const uint8_t public_key[32], uint8_t id[DCR_KEY_ID_SIZE]);
+
+/* Reads a secret key file (keys.c): refuses one that is not a regular file of
+ * this user, not mode 0600 or stricter, or malformed. secret gets libsodium's
+ * 64-byte secret key (seed and public key); the caller wipes it. */
+DCR_HIDDEN int dcr__secret_key_read(const char *path, uint8_t secret[64],
+                                    uint8_t id[DCR_KEY_ID_SIZE], dcr_detail *d);
+
+struct dcr_keyring {
+  size_t count;
+  uint8_t (*ids)[DCR_KEY_ID_SIZE];
+  uint8_t (*keys)[32];
+};
+/* The trusted public key of key id `id`, or NULL. */
+DCR_HIDDEN const uint8_t *dcr__keyring_find(const dcr_keyring *ring, const uint8_t *id);
+
+/* libsodium is initialized once per process (sodium_init is thread-safe). */
+DCR_HIDDEN int dcr__sodium(dcr_detail *d);
+
+#endif
