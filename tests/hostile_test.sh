@@ -23,7 +23,7 @@ NAME=hostile
 . "$(dirname "$0")/cli_lib.sh"
 
 LIB=$(dirname "$DCR")/libdcr.a
-PKGS="libzstd libxxhash jansson"
+PKGS=$(sed -n 's/^PKGS := //p' "$ROOT/Makefile") # what libdcr.a needs, as the Makefile links it
 # shellcheck disable=SC2046
 # SANITIZE: the flags DCR's libdcr.a was built with (make asan), to link with it
 # shellcheck disable=SC2086
