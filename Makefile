@@ -26,7 +26,7 @@ Q := $(if $(filter 1,$(V)),,@)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wconversion -Wstrict-prototypes \
         -Wmissing-prototypes -Wvla -Wformat=2 -Wundef -Wpointer-arith
-PKGS := libzstd libxxhash jansson libarchive libsodium
+PKGS := libzstd libxxhash jansson libarchive libsodium libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude $(WARN) \

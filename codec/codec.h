@@ -242,8 +242,19 @@ DCR_HIDDEN int dcr__decode_chunk(dcr__chunk_decoder *dd, const dcr__chunk *c,
 /* Writes the 16-byte digests of the pieces of p[0..bytes) to out (room for
  * DCR__PIECES(bytes) of them) and returns how many there are. */
 DCR_HIDDEN size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out);
-/* The same with SHA-256, 32 bytes a piece (SPEC.md §20.2, signed tensor digests). */
-DCR_HIDDEN size_t dcr__pieces_sha256(const uint8_t *p, size_t bytes, uint8_t *out);
+/* ---- sha256.c: SHA-256 (the signed digests of SPEC.md §20), through libcrypto.
+ * A context is set up once (DCR_E_NOMEM if it cannot be) and serves any number of
+ * messages: final leaves it ready for the next. */
+typedef struct {
+  void *ctx; /* EVP_MD_CTX */
+} dcr__sha256;
+DCR_HIDDEN int dcr__sha256_init(dcr__sha256 *s, dcr_detail *d);
+DCR_HIDDEN void dcr__sha256_update(dcr__sha256 *s, const void *p, size_t n);
+DCR_HIDDEN void dcr__sha256_final(dcr__sha256 *s, uint8_t out[32]);
+DCR_HIDDEN void dcr__sha256_free(dcr__sha256 *s);
+/* The pieces of dcr__pieces, SHA-256 each (the signed tensor digests of §20.2):
+ * one piece list, two hash functions, so both are cut and combined one way. */
+DCR_HIDDEN size_t dcr__pieces_sha256(dcr__sha256 *s, const uint8_t *p, size_t bytes, uint8_t *out);
 /* Every tensor's SHA-256 tensor digest (§20.2) of the checkpoint, in its tensor order,
  * 32 bytes each into out, with the state id's jobs, threads and cancel/progress
  * (state_id.c). */

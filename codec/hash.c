@@ -4,7 +4,6 @@
  * holds it while it is in cache, and the tensor hash then costs one small
  * sequential pass over the digests instead of one over the tensor's bytes.
  */
-#include <sodium.h>
 #include <stdlib.h>
 
 #include "codec.h"
@@ -22,15 +21,6 @@ size_t dcr__pieces(const uint8_t *p, size_t bytes, uint8_t *out) {
     XXH128_canonicalFromHash(&c, XXH3_128bits(p + at, n));
     memcpy(out + 16 * count, c.digest, 16);
   }
-  return count;
-}
-
-/* The same pieces, SHA-256 each (the signed tensor digests of SPEC.md §20): one
- * piece list, two hash functions, so both are cut and combined one way. */
-size_t dcr__pieces_sha256(const uint8_t *p, size_t bytes, uint8_t *out) {
-  size_t count = 0;
-  for (size_t at = 0; at < bytes; at += DCR__PIECE, count++)
-    crypto_hash_sha256(out + 32 * count, p + at, bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE);
   return count;
 }
 

@@ -13,7 +13,6 @@
  * The same machinery gives the SHA-256 tensor digests that signatures carry
  * (SPEC.md §20.2): the same pieces, hashed with SHA-256 instead of XXH3-128.
  */
-#include <sodium.h>
 #include <stdlib.h>
 
 #include "../format/checkpoint.h"
@@ -35,6 +34,7 @@ typedef struct {
   int rc;
   size_t failed; /* the tensor that failed */
   dcr_detail detail;
+  dcr__sha256 sha; /* SHA-256 digests: this slot's context */
 } slot;
 
 typedef struct {
@@ -47,7 +47,7 @@ typedef struct {
   size_t size;       /* bytes of one piece digest: 16 or 32 */
   uint8_t *out;      /* sha256: the tensors' digests, 32 bytes each */
   XXH3_state_t hash; /* of the tensor being taken */
-  crypto_hash_sha256_state sha;
+  dcr__sha256 sha;   /* of the tensor being taken, SHA-256 digests */
   uint64_t done;     /* tensor bytes taken, for progress */
 } hasher;
 
@@ -69,7 +69,7 @@ static void hash_job(void *ctx, size_t j, unsigned worker) {
       return;
     }
     uint8_t *at = s->pieces + h->size * s->count;
-    s->count += h->sha256 ? dcr__pieces_sha256(v.data, bytes, at) : dcr__pieces(v.data, bytes, at);
+    s->count += h->sha256 ? dcr__pieces_sha256(&s->sha, v.data, bytes, at) : dcr__pieces(v.data, bytes, at);
     dcr__view_close(&v);
   }
 }
@@ -91,10 +91,9 @@ static int take_job(void *ctx, size_t j, dcr_detail *d) {
     size_t bytes = jb->tensors > 1 ? (size_t)t->desc.byte_length : jb->bytes;
     size_t n = h->size * DCR__PIECES(bytes);
     int last = jb->at + bytes == t->desc.byte_length;
-    if (h->sha256) {
-      if (jb->at == 0) crypto_hash_sha256_init(&h->sha);
-      crypto_hash_sha256_update(&h->sha, pieces, n);
-      if (last) crypto_hash_sha256_final(&h->sha, h->out + 32 * k);
+    if (h->sha256) { /* the context is fresh at each tensor's start: final resets it */
+      dcr__sha256_update(&h->sha, pieces, n);
+      if (last) dcr__sha256_final(&h->sha, h->out + 32 * k);
     } else {
       if (jb->at == 0) XXH3_128bits_reset(&h->hash);
       XXH3_128bits_update(&h->hash, pieces, n);
@@ -145,10 +144,13 @@ static int make_slots(hasher *h, size_t count, dcr_detail *d) {
   h->slot_count = count;
   if (!(h->slots = calloc(count, sizeof *h->slots)))
     return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
-  for (size_t i = 0; i < count; i++)
+  for (size_t i = 0; i < count; i++) {
     if (!(h->slots[i].buffer = malloc(RANGE)) ||
         !(h->slots[i].pieces = malloc(h->size * DCR__PIECES(RANGE))))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate read buffers");
+    int rc = h->sha256 ? dcr__sha256_init(&h->slots[i].sha, d) : DCR_OK;
+    if (rc) return rc;
+  }
   return DCR_OK;
 }
 
@@ -177,6 +179,7 @@ static int hash_tensors(hasher *h, unsigned threads, dcr_detail *d) {
   for (size_t i = 0; h->slots && i < h->slot_count; i++) {
     free(h->slots[i].buffer);
     free(h->slots[i].pieces);
+    dcr__sha256_free(&h->slots[i].sha);
   }
   free(h->slots);
   free(h->jobs);
@@ -218,5 +221,8 @@ int dcr__checkpoint_sha256(dcr_checkpoint *c, unsigned threads, uint8_t *out, dc
   if (!d) d = &scratch;
   dcr__detail_init(d);
   hasher h = {.c = c, .sha256 = 1, .size = 32, .out = out};
-  return hash_tensors(&h, threads, d);
+  int rc = dcr__sha256_init(&h.sha, d);
+  if (!rc) rc = hash_tensors(&h, threads, d);
+  dcr__sha256_free(&h.sha);
+  return rc;
 }

@@ -95,18 +95,18 @@ static int64_t find_section(const dcr_reader *r, uint32_t type) {
 /* SHA-256 of `length` bundle bytes from `offset`, read a block at a time. */
 static int sha_range(const dcr_reader *r, uint64_t offset, uint64_t length, uint8_t out[32],
                      uint8_t **scratch, size_t *capacity, dcr_detail *d) {
-  crypto_hash_sha256_state st;
-  crypto_hash_sha256_init(&st);
-  for (uint64_t done = 0; done < length;) {
+  dcr__sha256 st;
+  int rc = dcr__sha256_init(&st, d);
+  for (uint64_t done = 0; !rc && done < length;) {
     size_t n = length - done < COPY_BLOCK ? (size_t)(length - done) : COPY_BLOCK;
     const uint8_t *p;
-    int rc = dcr__source_get(&r->src, offset + done, n, scratch, capacity, &p, d);
-    if (rc) return rc;
-    crypto_hash_sha256_update(&st, p, n);
+    rc = dcr__source_get(&r->src, offset + done, n, scratch, capacity, &p, d);
+    if (!rc) dcr__sha256_update(&st, p, n);
     done += n;
   }
-  crypto_hash_sha256_final(&st, out);
-  return DCR_OK;
+  if (!rc) dcr__sha256_final(&st, out);
+  dcr__sha256_free(&st);
+  return rc;
 }
 
 /* Tensor digests a table carries: one per side present, in entry order. */
