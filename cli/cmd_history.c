@@ -263,24 +263,23 @@ static int run_write(const char *sub, const char *path, char **bundles, int n, h
   return CLI_OK;
 }
 
-static int run(int argc, char **argv, history_job *jp) {
-  history_job j = *jp;
+static int run(int argc, char **argv, history_job *j) {
   if (cli_arg_count("history", argc, argv, 2, -1, "a subcommand and an ARCHIVE")) return CLI_USAGE;
   const char *sub = argv[optind], *path = argv[optind + 1];
   char **rest = argv + optind + 2;
   int n = argc - optind - 2;
   int reads = !strcmp(sub, "list") || !strcmp(sub, "verify") || !strcmp(sub, "extract");
   if (reads && n) return cli_usage("history", "%s takes one ARCHIVE (from '%s' on is too many)", sub, rest[0]);
-  if (j.json && strcmp(sub, "list") && strcmp(sub, "verify")) return cli_usage("history", "--json is for list and verify");
+  if (j->json && strcmp(sub, "list") && strcmp(sub, "verify")) return cli_usage("history", "--json is for list and verify");
   if (!reads && !strcmp(path, "-")) return cli_usage("history", "%s writes a file: ARCHIVE cannot be -", sub);
   if (!strcmp(sub, "list") || !strcmp(sub, "verify")) {
     /* Nothing is written: an interrupt may end the process where it stands. */
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
-    return !strcmp(sub, "list") ? run_list(path, &j) : run_verify(path, &j);
+    return !strcmp(sub, "list") ? run_list(path, j) : run_verify(path, j);
   }
-  if (!strcmp(sub, "extract")) return run_extract(path, &j);
-  if (!strcmp(sub, "create") || !strcmp(sub, "append")) return run_write(sub, path, rest, n, &j);
+  if (!strcmp(sub, "extract")) return run_extract(path, j);
+  if (!strcmp(sub, "create") || !strcmp(sub, "append")) return run_write(sub, path, rest, n, j);
   return cli_usage("history", "unknown subcommand '%s' (create, append, list, verify or extract)", sub);
 }
 

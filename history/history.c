@@ -460,33 +460,42 @@ int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detai
 
 /* ---- writing: create and append */
 
-/* A member to add: a file, hashed before the index is written and copied after. */
-typedef struct {
-  const char *path;
-} source;
-
-static int hash_file(const char *path, uint64_t *size, uint8_t digest[16], uint8_t *buf, dcr_detail *d) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+/* Reads fd from its offset to its end through sink (NULL: none), giving its
+ * length and XXH3-128, and fails with DCR_E_IO past `limit` bytes. Every file that
+ * becomes a member goes through it: hashed for the index, then copied into the
+ * archive and checked again. */
+static int stream_fd(int fd, uint8_t *buf, member_sink sink, void *opaque, uint64_t limit, uint64_t *size,
+                     uint8_t digest[16], dcr_detail *d) {
   XXH3_state_t st;
   XXH3_128bits_reset(&st);
   uint64_t total = 0;
+  int err = DCR_OK;
   ssize_t n;
-  while ((n = read(fd, buf, BUF_SIZE)) != 0) {
+  while (!err && (n = read(fd, buf, BUF_SIZE)) != 0) {
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      close(fd);
-      return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot read: %s", strerror(errno));
-    }
-    XXH3_128bits_update(&st, buf, (size_t)n);
+    if (n < 0) return dcr__fail(d, DCR_E_IO, "cannot read: %s", strerror(errno));
+    if ((uint64_t)n > limit - total) return dcr__fail(d, DCR_E_IO, "grew while it was being archived");
     total += (uint64_t)n;
+    XXH3_128bits_update(&st, buf, (size_t)n);
+    if (sink) err = sink(opaque, buf, (size_t)n, d);
   }
-  close(fd);
+  if (err) return err;
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
   memcpy(digest, c.digest, 16);
   *size = total;
   return DCR_OK;
+}
+
+/* The file at path through stream_fd; errors name it. */
+static int stream_file(const char *path, uint8_t *buf, member_sink sink, void *opaque, uint64_t limit,
+                       uint64_t *size, uint8_t digest[16], dcr_detail *d) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int err = fd < 0 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno))
+                   : stream_fd(fd, buf, sink, opaque, limit, size, digest, d);
+  if (fd >= 0) close(fd);
+  if (err) note_file(d, path);
+  return err;
 }
 
 static int sink_archive(void *opaque, const void *data, size_t size, dcr_detail *d) {
@@ -496,31 +505,13 @@ static int sink_archive(void *opaque, const void *data, size_t size, dcr_detail 
 /* Copies a file into the archive as member m; it must still be the bytes that
  * were hashed for the index. */
 static int copy_file(dcr__hwriter *aw, const dcr__hmember *m, const char *path, uint8_t *buf, dcr_detail *d) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
-  XXH3_state_t st;
-  XXH3_128bits_reset(&st);
-  uint64_t total = 0;
+  uint64_t size;
+  uint8_t digest[16];
   int err = dcr__hwriter_member(aw, m->name, m->size, d);
-  ssize_t n;
-  while (!err && (n = read(fd, buf, BUF_SIZE)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      err = dcr__fail(d, DCR_E_IO, "cannot read '%.200s': %s", path, strerror(errno));
-      break;
-    }
-    if (total + (uint64_t)n > m->size) break;
-    total += (uint64_t)n;
-    XXH3_128bits_update(&st, buf, (size_t)n);
-    err = dcr__hwriter_write(aw, buf, (size_t)n, d);
-  }
-  close(fd);
-  if (err) return err;
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
-  if (total != m->size || memcmp(c.digest, m->digest, 16))
-    return dcr__detail_file(d, path), dcr__fail(d, DCR_E_IO, "changed while it was being archived");
-  return DCR_OK;
+  if (!err) err = stream_file(path, buf, sink_archive, aw, m->size, &size, digest, d);
+  if (!err && (size != m->size || memcmp(digest, m->digest, 16)))
+    err = (note_file(d, path), dcr__fail(d, DCR_E_IO, "changed while it was being archived"));
+  return err;
 }
 
 /* What create and append build: the new index, and for the members after the
@@ -595,7 +586,8 @@ static int plan_bundles(plan *p, const char *const *paths, size_t n, const dcr_l
     member_name(name, sizeof name, m.kind, m.step);
     memcpy(m.base, info.base_state, 16);
     memcpy(m.target, info.target_state, 16);
-    if ((err = hash_file(paths[b], &m.size, m.digest, p->buf, d))) return dcr_reader_free(r), err;
+    if ((err = stream_file(paths[b], p->buf, NULL, NULL, UINT64_MAX, &m.size, m.digest, d)))
+      return dcr_reader_free(r), err;
     m.meta_count = (size_t)info.meta_count;
     char *keys[64], *values[64];
     char **kp = m.meta_count <= 64 ? keys : malloc(m.meta_count * sizeof *kp);
@@ -626,12 +618,18 @@ static int plan_bundles(plan *p, const char *const *paths, size_t n, const dcr_l
 /* The keyframes keyframe_every asks for among the new steps, built by applying
  * the new bundles to a work file that starts as the old archive's last step (or
  * the new archive's keyframe): each is a copy of the work file at its step. */
+/* The new steps that keyframe_every asks a keyframe for. */
+static size_t keyframes_due(const plan *p) {
+  size_t due = 0;
+  for (size_t i = p->old_count; p->x.keyframe_every && i < p->x.count; i++)
+    due += p->x.m[i].kind == DCR_HISTORY_BUNDLE && p->x.m[i].step % p->x.keyframe_every == 0;
+  return due;
+}
+
 static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const char *first_keyframe,
                           const dcr_history_options *o, dcr_detail *d) {
   uint64_t every = p->x.keyframe_every;
-  size_t fresh = p->x.count - p->old_count, due = 0;
-  for (size_t i = p->old_count; i < p->x.count; i++)
-    due += every && p->x.m[i].kind == DCR_HISTORY_BUNDLE && p->x.m[i].step % every == 0;
+  size_t fresh = p->x.count - p->old_count, due = keyframes_due(p);
   if (!due) return DCR_OK;
   if (!(p->keys = calloc(due, sizeof *p->keys))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   dcr__work w;
@@ -641,15 +639,9 @@ static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const 
   uint8_t *lm = NULL;
   if (old) err = replay(old, old->x.m[old->x.count - 1].step, &w, o, &lr, &lm, d);
   else {
-    int fd = open(first_keyframe, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) err = dcr__fail(d, DCR_E_IO, "cannot open '%.200s': %s", first_keyframe, strerror(errno));
-    else {
-      ssize_t n;
-      while (!err && (n = read(fd, p->buf, BUF_SIZE)) != 0)
-        err = n < 0 ? (errno == EINTR ? DCR_OK : dcr__fail(d, DCR_E_IO, "cannot read: %s", strerror(errno)))
-                    : sink_fd(&w.a.fd, p->buf, (size_t)n, d);
-      close(fd);
-    }
+    uint64_t size;
+    uint8_t digest[16];
+    err = stream_file(first_keyframe, p->buf, sink_fd, &w.a.fd, UINT64_MAX, &size, digest, d);
   }
   dcr_reader_free(lr), free(lm);
   dcr_apply_options aopt;
@@ -667,17 +659,14 @@ static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const 
     dcr__work *k = &p->keys[p->key_count];
     if ((err = dcr__work_open(k, archive, DCR__ATOMIC_REPLACE, d))) break;
     p->key_count++;
-    if (lseek(w.a.fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
-    ssize_t n;
-    while (!err && (n = read(w.a.fd, p->buf, BUF_SIZE)) != 0)
-      err = n < 0 ? (errno == EINTR ? DCR_OK : dcr__fail(d, DCR_E_IO, "cannot read: %s", strerror(errno)))
-                  : sink_fd(&k->a.fd, p->buf, (size_t)n, d);
     dcr__hmember key = {.kind = DCR_HISTORY_KEYFRAME, .step = m->step};
     char name[64];
     member_name(name, sizeof name, key.kind, key.step);
     key.name = name;
     memcpy(key.state, m->target, 16);
-    if (!err) err = hash_file(k->path, &key.size, key.digest, p->buf, d);
+    /* The copy is hashed as it is made: the index's size and digest. */
+    if (lseek(w.a.fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
+    if (!err) err = stream_fd(w.a.fd, p->buf, sink_fd, &k->a.fd, UINT64_MAX, &key.size, key.digest, d);
     /* Inserted right after its bundle (R-HIS-3): moved into place below. */
     if (!err) err = plan_add(p, &key, k->path, NULL, d);
   }
@@ -777,7 +766,7 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
   int err = dcr_checkpoint_open(&ck, keyframe, DCR_KIND_SAFETENSORS, &lim, d);
   if (!err) err = dcr_checkpoint_state_id(ck, o->threads, key.state, d);
   dcr_checkpoint_free(ck);
-  if (!err) err = hash_file(keyframe, &key.size, key.digest, p.buf, d);
+  if (!err) err = stream_file(keyframe, p.buf, NULL, NULL, UINT64_MAX, &key.size, key.digest, d);
   p.x.keyframe_every = o->keyframe_every;
   if (!err && o->run_id && !(p.x.run_id = strdup(o->run_id))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   if (!err) err = plan_add(&p, &key, keyframe, NULL, d);
@@ -828,9 +817,10 @@ int dcr_history_append(const char *path, const char *const *bundles, size_t coun
   }
   if (!err) err = plan_bundles(&p, bundles, count, &old->lim, o, d);
   /* Keyframes are built from the old archive read a second time. */
-  if (!err && lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
-  if (!err) err = dcr__history_open(&keys_from, NULL, fd, NULL, 0, NULL, d);
-  if (!err) err = plan_keyframes(&p, path, keys_from, NULL, o, d);
+  int keys = !err && keyframes_due(&p);
+  if (keys && lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
+  if (keys && !err) err = dcr__history_open(&keys_from, NULL, fd, NULL, 0, NULL, d);
+  if (keys && !err) err = plan_keyframes(&p, path, keys_from, NULL, o, d);
   if (!err) {
     dcr_history_free(old);
     old = NULL;
