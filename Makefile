@@ -26,14 +26,14 @@ Q := $(if $(filter 1,$(V)),,@)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wconversion -Wstrict-prototypes \
         -Wmissing-prototypes -Wvla -Wformat=2 -Wundef -Wpointer-arith
-PKGS := libzstd libxxhash jansson libarchive libsodium libcrypto
+PKGS := libzstd libxxhash jansson libarchive libsodium libcrypto libcurl
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude $(WARN) \
              $(CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := $(wildcard format/*.c codec/*.c refit/*.c history/*.c squash/*.c sign/*.c)
+LIB_SRC := $(wildcard format/*.c codec/*.c refit/*.c history/*.c squash/*.c sign/*.c net/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -133,8 +133,9 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	bash tests/cli_history_test.sh $(BUILD)/dcr
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
+	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
 	bash tests/abi_test.sh $(BUILD)
 	bash tests/readme_test.sh $(BUILD)/dcr
@@ -163,6 +164,22 @@ vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/m
 	$(BUILD)/mkjournals testvectors
 	rm -rf testvectors/sign-v1
 	python3 tools/mksignvectors.py testvectors
+	rm -rf testvectors/range-v1
+	python3 tools/mkrangevectors.py testvectors
+
+# $(call python_vectors_check,GENERATOR,FOLDER,WHAT): testvectors/FOLDER must be
+# exactly what tools/GENERATOR.py writes.
+define python_vectors_check
+	t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-$(2).XXXXXX") && \
+	python3 tools/$(1).py "$$t" >/dev/null && \
+	if diff -r "$$t/$(2)" testvectors/$(2); then \
+	  rm -rf "$$t"; echo "vectors-check: testvectors/$(2) is exactly what tools/$(1).py writes"; \
+	else \
+	  echo "$(3) are published with the format: fix the code, not the vectors; a new version" \
+	       "adds its own folder (testvectors/README.md)."; \
+	  rm -rf "$$t"; exit 1; \
+	fi
+endef
 
 # $(call minor_vectors_check,GENERATOR,VERSION): a minor version's vectors, written
 # again by tools/GENERATOR.c into a temporary folder, must be testvectors/vVERSION
@@ -209,15 +226,8 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BU
 	fi
 	@$(call minor_vectors_check,mkvectors11,1.1)
 	@$(call minor_vectors_check,mkvectors12,1.2)
-	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-sign.XXXXXX") && \
-	python3 tools/mksignvectors.py "$$t" >/dev/null && \
-	if diff -r "$$t/sign-v1" testvectors/sign-v1; then \
-	  rm -rf "$$t"; echo "vectors-check: testvectors/sign-v1 is exactly what tools/mksignvectors.py writes"; \
-	else \
-	  echo "The signature 1.0 vectors (SPEC.md §20) are published with the format: fix the code, not the" \
-	       "vectors; a new signature version adds its own folder (testvectors/README.md)."; \
-	  rm -rf "$$t"; exit 1; \
-	fi
+	@$(call python_vectors_check,mksignvectors,sign-v1,The signature 1.0 vectors (SPEC.md §20))
+	@$(call python_vectors_check,mkrangevectors,range-v1,The range reader vectors (SPEC.md §21))
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-journals.XXXXXX") && \
 	$(BUILD)/mkjournals "$$t" && \
 	if diff -r "$$t/journal-v1" testvectors/journal-v1; then \

@@ -32,7 +32,8 @@ typedef struct {
 /* getopt_long ids for the options every command takes. */
 enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
        OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY,
-       OPT_UNRELATED, OPT_FORMAT, OPT_PARENT, OPT_KEY, OPT_PUBKEY, OPT_SIGN, OPT_REQUIRE_SIGNATURE };
+       OPT_UNRELATED, OPT_FORMAT, OPT_PARENT, OPT_KEY, OPT_PUBKEY, OPT_SIGN, OPT_REQUIRE_SIGNATURE,
+       OPT_HEADER, OPT_HTTP_RETRIES, OPT_HTTP_TIMEOUT, OPT_CACERT, OPT_TENSORS };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
@@ -46,6 +47,35 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
   "      --memory SIZE  memory budget for reading one bundle or checkpoint\n"   \
   "                     (K/M/G; default 1G); more is DCR_E_NOMEM, exit 3\n"       \
   "  -h, --help         show this help\n"
+
+/* For the commands that read a bundle, which may be a URL (http.c). */
+#define CLI_HTTP_LONG_OPTIONS                                                 \
+  {"header", required_argument, NULL, OPT_HEADER},                            \
+      {"http-retries", required_argument, NULL, OPT_HTTP_RETRIES},            \
+      {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},            \
+      {"cacert", required_argument, NULL, OPT_CACERT}
+#define CLI_HTTP_HELP                                                                \
+  "BUNDLE may be an http:// or https:// URL, read by range requests (SPEC.md 21).\n" \
+  "      --header 'NAME: VALUE'  send this header with every request (repeatable;\n" \
+  "                     also one per line in DCR_HTTP_HEADERS, which keeps a token\n" \
+  "                     out of the process list); never printed\n"                \
+  "      --http-retries N  attempts after the first per request (default 5)\n"     \
+  "      --http-timeout S  retry a transfer that receives nothing for S seconds\n"  \
+  "                     (default 30)\n"                                             \
+  "      --cacert FILE  PEM CA certificates for HTTPS (default: the system's)\n"
+/* Handles an HTTP option (exits on a bad value); returns 1 if opt was one. */
+int cli_http_option(const char *command, int opt);
+int cli_is_url(const char *path);
+/* path, or a URL as it may be shown: scheme://host/path, no query or userinfo. */
+const char *cli_shown(const char *path, char *buf, size_t capacity);
+int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d);
+/* dcr apply --tensors (apply_tensors.c): the selected tensors of r's target, from
+ * BASE to a safetensors OUT; returns an exit code. */
+int cli_apply_tensors(dcr_reader *r, const char *bundle, const char *base, const char *out, int force,
+                      const char *const *patterns, size_t n_patterns, int verify,
+                      unsigned threads, int quiet);
+/* "dcr: fetched X of Y bundle bytes ... in N requests, R retries" for a URL reader. */
+void cli_print_fetch(dcr_reader *r);
 
 /* The limits every bundle and checkpoint is read with: the defaults, and the
  * memory budget of --memory. */
@@ -148,7 +178,7 @@ const char *cli_kind_name(int kind);
 /* The kind of a checkpoint path: a set if it is a directory, else raw or safetensors. */
 int cli_checkpoint_kind(const char *path, int raw);
 
-/* Opens a bundle from a path or "-" (read whole into memory). */
+/* Opens a bundle from a path, "-" (read whole into memory) or a URL (cli_open_url). */
 int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d);
 
 /* After the error line of DCR_E_BASE_MISMATCH (input given as a base) or

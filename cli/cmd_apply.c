@@ -47,12 +47,19 @@ static const char usage[] =
     "                       refuse a bundle not signed by the public key KEY\n"
     "                       (repeatable: any one of them), checked before anything\n"
     "                       is decoded or written (dcr verify; SPEC.md 20)\n"
-    "      --json           print what was done as one JSON document on stdout\n";
+    "      --json           print what was done as one JSON document on stdout\n"
+    "      --tensors PATTERN  apply only the tensors whose names match (fnmatch,\n"
+    "                       repeatable), e.g. a tensor-parallel worker's slice: BASE\n"
+    "                       must hold them, OUT gets exactly them (safetensors); only\n"
+    "                       their chunks are read (fetched, from a URL). --verify full\n"
+    "                       checks each one's base and target hash (not the state ids)\n"
+    CLI_HTTP_HELP;
 
 typedef struct {
-  const char *path;
+  const char *path; /* as shown: a URL without its query */
   dcr_reader *r;
   void *mem;
+  char shown[256];
 } bundle;
 
 typedef struct {
@@ -352,19 +359,29 @@ int cmd_apply(int argc, char **argv) {
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {"max-size", required_argument, NULL, OPT_SIZE},
                                         {"require-signature", required_argument, NULL, OPT_REQUIRE_SIGNATURE},
+                                        {"tensors", required_argument, NULL, OPT_TENSORS},
+                                        CLI_HTTP_LONG_OPTIONS,
                                         {NULL, 0, NULL, 0}};
   job j = {.verify = 0, .sync = 1, .progress = {.what = "applying"}};
   dcr_keyring *ring = NULL; /* --require-signature: the trusted keys */
   cli_common_init(&j.common, "apply");
   const char *out = NULL;
   int force = 0, in_place = 0, c, stop = 0, rc;
+  const char **patterns = NULL; /* --tensors */
+  size_t n_patterns = 0;
   uint64_t v;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:fi", longs, NULL)) != -1) {
     if (cli_common_option(&j.common, c, usage, &stop)) {
-      if (stop) return dcr_keyring_free(ring), CLI_OK;
+      if (stop) return dcr_keyring_free(ring), free(patterns), CLI_OK;
       continue;
     }
+    if (cli_http_option("apply", c)) continue;
     switch (c) {
+      case OPT_TENSORS:
+        if (!(patterns = realloc(patterns, (n_patterns + 1) * sizeof *patterns)))
+          return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;
+        patterns[n_patterns++] = optarg;
+        break;
       case OPT_REQUIRE_SIGNATURE:
         if ((rc = cli_trust_key(&ring, "apply", optarg))) return dcr_keyring_free(ring), rc;
         break;
@@ -392,6 +409,8 @@ int cmd_apply(int argc, char **argv) {
   if (cli_arg_count("apply", argc, argv, 2, -1, in_place ? "CKPT and BUNDLE..." : "BASE and BUNDLE..."))
     return CLI_USAGE;
   if (in_place && out) return cli_usage("apply", "--in-place writes CKPT itself; drop -o");
+  if (n_patterns && (in_place || argc - optind != 2))
+    return cli_usage("apply", "--tensors takes one BASE and one BUNDLE, and writes -o OUT");
   if (j.json && out && !strcmp(out, "-"))
     return cli_usage("apply", "--json prints on standard output: -o - cannot go there too");
   if (!in_place && !out) return cli_usage("apply", "missing -o OUT (or --in-place)");
@@ -421,8 +440,12 @@ int cmd_apply(int argc, char **argv) {
   if (!j.b) return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;
   for (int i = 0; i < j.n && !rc; i++) {
     dcr_detail d;
-    j.b[i].path = argv[optind + 1 + i];
-    int err = cli_open_bundle(j.b[i].path, &j.b[i].r, &j.b[i].mem, &d);
+    const char *path = argv[optind + 1 + i];
+    j.b[i].path = cli_shown(path, j.b[i].shown, sizeof j.b[i].shown);
+    /* --tensors reads only the chunks it uses, from a file too (SPEC.md §21) */
+    int err = n_patterns && !cli_is_url(path) && strcmp(path, "-")
+                  ? dcr_reader_open_file_ranged(&j.b[i].r, path, &cli_limits, &d)
+                  : cli_open_bundle(path, &j.b[i].r, &j.b[i].mem, &d);
     /* each bundle of a series is checked before any is applied */
     if (!err) err = cli_check_signature(j.b[i].r, ring, &d);
     if (err) cli_report(j.b[i].path, err, &d), rc = cli_exit_code(err);
@@ -441,13 +464,18 @@ int cmd_apply(int argc, char **argv) {
   }
   if (!rc && j.common.verbose)
     fprintf(stderr, "threads: %u\n", j.threads ? j.threads : dcr_default_threads());
-  if (!rc && in_place) {
+  if (!rc && n_patterns) {
+    rc = cli_apply_tensors(j.b[0].r, j.b[0].path, base, out, force, patterns, n_patterns, j.verify, j.threads,
+                           j.quiet);
+  } else if (!rc && in_place) {
     rc = run_in_place(&j, base);
   } else if (!rc) {
     rc = run_copy(&j, base, out, force);
   }
+  for (int i = 0; j.common.verbose && i < j.n && j.b[i].r; i++) cli_print_fetch(j.b[i].r);
   for (int i = 0; i < j.n; i++) dcr_reader_free(j.b[i].r), free(j.b[i].mem);
   free(j.b);
+  free(patterns);
   dcr_keyring_free(ring);
   return rc;
 }

@@ -17,7 +17,8 @@ static const char usage[] =
     "Given a safetensors checkpoint instead, show its size, prefix length, state id\n"
     "(SPEC.md section 7; what 'dcr id' prints) and its tensors with their hashes\n"
     "(all of them with -v, or when there are few).\n\n"
-    "      --json           print one JSON document on stdout (see README)\n";
+    "      --json           print one JSON document on stdout (see README)\n"
+    CLI_HTTP_HELP;
 
 typedef struct {
   uint64_t chunks, elements, payload, by_encoding[DCR_ENC_COUNT];
@@ -305,6 +306,7 @@ static int inspect_checkpoint(const char *path, const dcr_detail *bundle_error, 
 int cmd_inspect(int argc, char **argv) {
   static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        CLI_HTTP_LONG_OPTIONS,
                                         {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "inspect");
@@ -315,19 +317,21 @@ int cmd_inspect(int argc, char **argv) {
       continue;
     }
     if (c == OPT_JSON) json = 1;
-    else return cli_bad_option("inspect", c, argv);
+    else if (!cli_http_option("inspect", c)) return cli_bad_option("inspect", c, argv);
   }
   if (cli_arg_count("inspect", argc, argv, 1, 1, "one BUNDLE or CHECKPOINT")) return CLI_USAGE;
-  char dir[4096];
-  const char *path = cli_checkpoint_path(argv[optind], dir, sizeof dir);
+  char dir[4096], shown[256];
+  const char *url = cli_is_url(argv[optind]) ? argv[optind] : NULL;
+  const char *path = url ? cli_shown(url, shown, sizeof shown)
+                         : cli_checkpoint_path(argv[optind], dir, sizeof dir);
   dcr_reader *r;
   void *mem;
   dcr_detail d;
   struct stat st;
-  if (!stat(path, &st) && S_ISDIR(st.st_mode))
+  if (!url && !stat(path, &st) && S_ISDIR(st.st_mode))
     return inspect_checkpoint(path, NULL, json, common.verbose, common.progress);
-  int err = cli_open_bundle(path, &r, &mem, &d);
-  if (err == DCR_E_MAGIC && !stat(path, &st) && S_ISREG(st.st_mode))
+  int err = cli_open_bundle(url ? url : path, &r, &mem, &d);
+  if (!url && err == DCR_E_MAGIC && !stat(path, &st) && S_ISREG(st.st_mode))
     return inspect_checkpoint(path, &d, json, common.verbose, common.progress);
   if (err) {
     if (json) cli_print_json(json_pack("{s:s, s:o}", "file", path, "error", cli_error_json(err, "structure", &d)));

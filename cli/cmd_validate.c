@@ -22,7 +22,8 @@ static const char usage[] =
     "                       any one of them), checked after the structure and\n"
     "                       before the chunks: the stage \"signature\" (SPEC.md 20)\n"
     "      --json           print one JSON document on stdout (see README)\n"
-    "      --threads N      worker threads (default: usable CPUs, up to 32)\n";
+    "      --threads N      worker threads (default: usable CPUs, up to 32)\n"
+    CLI_HTTP_HELP;
 
 typedef struct {
   int json, quiet, worst;
@@ -64,6 +65,7 @@ int cmd_validate(int argc, char **argv) {
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"require-signature", required_argument, NULL, OPT_REQUIRE_SIGNATURE},
+                                        CLI_HTTP_LONG_OPTIONS,
                                         {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "validate");
@@ -79,6 +81,7 @@ int cmd_validate(int argc, char **argv) {
       if (stop) return dcr_keyring_free(ring), CLI_OK;
       continue;
     }
+    if (cli_http_option("validate", c)) continue;
     switch (c) {
       case OPT_REQUIRE_SIGNATURE:
         if ((rc = cli_trust_key(&ring, "validate", optarg))) return dcr_keyring_free(ring), rc;
@@ -99,11 +102,13 @@ int cmd_validate(int argc, char **argv) {
   if (base) base = cli_checkpoint_path(base, base_dir, sizeof base_dir);
   if (target) target = cli_checkpoint_path(target, target_dir, sizeof target_dir);
   if ((base && cli_check_checkpoint(base)) || (target && cli_check_checkpoint(target))) return CLI_USAGE;
-  report rp = {json, common.quiet, CLI_OK, json_array(), argv[optind], "structure"};
+  char shown[256];
+  report rp = {json, common.quiet, CLI_OK, json_array(), cli_shown(argv[optind], shown, sizeof shown),
+               "structure"};
   dcr_reader *r = NULL;
   void *mem = NULL;
   dcr_detail d;
-  int structure = check(&rp, "structure", cli_open_bundle(rp.bundle, &r, &mem, &d), &d);
+  int structure = check(&rp, "structure", cli_open_bundle(argv[optind], &r, &mem, &d), &d);
   /* the signature stage (SPEC.md §15.1, §20.4): nothing unsigned is decoded */
   int signature = structure && (!ring || check(&rp, "signature", cli_check_signature(r, ring, &d), &d));
   cli_progress_state progress = {.what = "validating"};

@@ -22,7 +22,8 @@ static const char usage[] =
     "      --base BASE      check BASE against the signed base digests\n"
     "      --target TARGET  check TARGET against the signed target digests\n"
     "      --threads N      hashing threads (default: usable CPUs, up to 32)\n"
-    "      --json           print one JSON document on stdout\n";
+    "      --json           print one JSON document on stdout\n"
+    CLI_HTTP_HELP;
 
 int cli_trust_key(dcr_keyring **ring, const char *command, const char *path) {
   dcr_detail d;
@@ -44,6 +45,7 @@ int cmd_verify(int argc, char **argv) {
                                         {"target", required_argument, NULL, OPT_TARGET},
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        CLI_HTTP_LONG_OPTIONS,
                                         {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "verify");
@@ -57,6 +59,7 @@ int cmd_verify(int argc, char **argv) {
       if (stop) return dcr_keyring_free(ring), CLI_OK;
       continue;
     }
+    if (cli_http_option("verify", c)) continue;
     switch (c) {
       case OPT_PUBKEY:
         if ((rc = cli_trust_key(&ring, "verify", optarg))) return dcr_keyring_free(ring), rc;
@@ -79,13 +82,14 @@ int cmd_verify(int argc, char **argv) {
   if (target) target = cli_checkpoint_path(target, dirs[1], sizeof dirs[1]);
   if ((base && cli_check_checkpoint(base)) || (target && cli_check_checkpoint(target)))
     return dcr_keyring_free(ring), CLI_USAGE;
-  const char *bundle = argv[optind], *stage = "structure";
+  char shown[256];
+  const char *bundle = cli_shown(argv[optind], shown, sizeof shown), *stage = "structure";
   dcr_reader *r = NULL;
   void *mem = NULL;
   dcr_detail d;
   dcr_signature_result res;
   memset(&res, 0, sizeof res);
-  int err = cli_open_bundle(bundle, &r, &mem, &d);
+  int err = cli_open_bundle(argv[optind], &r, &mem, &d);
   if (!err) stage = "signature", err = dcr_reader_verify_signature(r, ring, &res, &d);
   if (!err && base) stage = "base", err = dcr_reader_verify_signed_checkpoint(r, ring, base, 0, threads, &d);
   if (!err && target)

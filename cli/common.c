@@ -45,7 +45,9 @@ int cli_exit_code(int code) {
   switch (code) {
     case DCR_OK: return CLI_OK;
     case DCR_E_IO:
-    case DCR_E_NOMEM: return CLI_IO;
+    case DCR_E_NOMEM:
+    case DCR_E_FETCH:   /* the network's fault, not the bundle's: try again later */
+    case DCR_E_CHANGED: return CLI_IO;
     case DCR_E_ARGUMENT: return CLI_USAGE;
     case DCR_E_INTERRUPTED: return CLI_INTERRUPTED;
     default: return CLI_INVALID;

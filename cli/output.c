@@ -336,6 +336,7 @@ int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_de
   *reader = NULL;
   struct stat st;
   int is_stdin = !strcmp(path, "-");
+  if (cli_is_url(path)) return cli_open_url(path, reader, d);
   if (!is_stdin && (stat(path, &st) || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))))
     return dcr_reader_open_file(reader, path, &cli_limits, d);
   const char *name = is_stdin ? "(stdin)" : path;

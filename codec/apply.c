@@ -220,6 +220,7 @@ static int is_target_already(const applier *a) {
     const dcr__chunk *c = &r->chunks[k];
     const dcr__entry *e = &m->entries[c->tensor];
     if (!dcr__entry_delta_coded(e)) continue;
+    if (dcr__chunk_checks(r, c, NULL)) return 0;
     size_t bytes = dcr__chunk_bytes(m, e, c->chunk);
     uint8_t *p = malloc(bytes + 1), *pieces = malloc(16 * DCR__PIECES(bytes) + 1);
     int target = 0;
@@ -297,13 +298,15 @@ static int apply(dcr_reader *r, const char *base_path, output *out,
   dcr__detail_init(d);
   dcr_apply_options defaults;
   if (!opt) dcr_apply_options_default(&defaults), opt = &defaults;
+  int rc = dcr__need_whole(r, d);
+  if (rc) return rc;
   uint64_t size = target_size(&r->man);
   if (opt->max_target_size && size > opt->max_target_size)
     return dcr__fail(d, DCR_E_LIMIT, "the target is %llu bytes, over the caller's cap of %llu "
                      "(max_target_size)", (unsigned long long)size,
                      (unsigned long long)opt->max_target_size),
            dcr__detail_file(d, r->path), DCR_E_LIMIT;
-  int rc = apply_as(r, base_path, out, opt, 0, d);
+  rc = apply_as(r, base_path, out, opt, 0, d);
   /* §15: the chunk stage comes before the apply stage, so a chunk that cannot be
    * decoded is what to report, whatever the input. (On success every chunk has
    * been decoded already.) */
@@ -352,7 +355,9 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
   dcr__detail_init(d);
   const dcr__manifest *m = &r->man;
   dcr__checkpoint ck;
-  int rc = dcr__checkpoint_open(path, m->kind, &r->lim, r->minor, &ck, d);
+  int rc = dcr__need_whole(r, d);
+  if (rc) return rc;
+  rc = dcr__checkpoint_open(path, m->kind, &r->lim, r->minor, &ck, d);
   /* a set's table is compared without the base's raw paths, which are the bundle's */
   uint64_t compared = m->kind == DCR_KIND_SET ? m->members_length : m->prefix_length;
   uint64_t own = m->kind == DCR_KIND_SET && !rc ? ck.prefix_length - 4 : ck.prefix_length;

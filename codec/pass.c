@@ -126,7 +126,7 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
   }
   for (uint64_t i = 0; i < m->entry_count; i++) {
     first[i] = DCR__NO_RECORD;
-    if (m->entries[i].presence & DCR__HAS_TARGET) {
+    if ((m->entries[i].presence & DCR__HAS_TARGET) && dcr__selected(r, i)) {
       order[n++] = (placed){m->entries[i].target.offset, m->entries[i].target.byte_length, (uint32_t)i};
       uint64_t c = dcr__chunk_count(m->entries[i].target.byte_length, m->chunk_size);
       count += c ? (size_t)c : 1;
@@ -169,9 +169,8 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
   int check = p->spec.verify != DCR_VERIFY_NONE, digests = check || !p->spec.changed_only;
   size_t bytes = s->chunk.bytes, n = bytes / dcr_dtype_size(dtype);
   const uint8_t *payload, *planes = NULL;
-  int rc = dcr__source_get(&p->spec.r->src, c->offset + DCR__SECTION_HEADER_SIZE,
-                           (size_t)c->payload_length, &s->scratch, &s->scratch_capacity, &payload,
-                           &s->detail);
+  int rc = dcr__chunk_payload(p->spec.r, c, &s->scratch, &s->scratch_capacity, &payload,
+                              &s->detail);
   if (rc) return rc;
   /* The streams are decoded first, but what they (or the values) break is reported
    * after base_check, in the order of R-APL-2. A sparse chunk is then copied,
@@ -209,7 +208,9 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
 
 /* A changed-only pass over an input taken to be the target: each changed chunk's
  * bytes must give its target_check, and nothing is applied. */
-static int check_as_target(slot *s, const dcr__chunk *c) {
+static int check_as_target(const dcr_reader *r, slot *s, const dcr__chunk *c) {
+  int rc = dcr__chunk_checks(r, c, &s->detail);
+  if (rc) return rc;
   if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->target_check))
     return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's bytes match neither the "
                      "bundle's base nor its target");
@@ -258,7 +259,7 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
    * here is exactly what the hooks write. */
   if (!rc && hash_input) s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
   if (!rc && c)
-    rc = p->spec.as_target ? check_as_target(s, c)
+    rc = p->spec.as_target ? check_as_target(p->spec.r, s, c)
                            : apply_record(p, s, c, e->target.dtype);
   if (!rc && p->spec.emit) rc = p->spec.emit(p->spec.ctx, &s->chunk, &s->detail);
   if (rc) {

@@ -40,8 +40,9 @@ static void verify_job(void *ctx, size_t i, unsigned worker) {
   size_t bytes = chunk_bytes(r, c);
   const uint8_t *p = NULL;
   dcr__detail_init(&s->detail);
-  int rc = dcr__source_get(&r->src, c->offset + DCR__SECTION_HEADER_SIZE,
-                           (size_t)c->payload_length, &s->buf, &s->cap, &p, &s->detail);
+  s->rc = DCR_OK;
+  if (!dcr__selected(r, c->tensor)) return;
+  int rc = dcr__chunk_payload(r, c, &s->buf, &s->cap, &p, &s->detail);
   if (!rc)
     rc = dcr__decode_chunk(&s->dec, c, p + DCR__RECORD_SIZE,
                            (size_t)c->payload_length - DCR__RECORD_SIZE, e->target.dtype,

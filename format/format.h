@@ -224,11 +224,28 @@ DCR_HIDDEN int dcr__writer_packed_section(dcr__writer *w, uint32_t type, const v
 DCR_HIDDEN int dcr__writer_footer(dcr__writer *w, uint64_t iden_offset, uint64_t indx_offset,
                                   uint64_t chunk_count, dcr_detail *d);
 
-/* ---- source.c: random access to a bundle in a file or in memory */
+/* ---- source.c: random access to a bundle in a file, in memory, or behind ops */
+typedef struct {
+  uint64_t offset, length;
+} dcr__range;
+
+/* A source that is neither a file nor memory (net/: a bundle over HTTP). read
+ * fills `out` with exactly `length` bytes at `offset` and may be called from
+ * several threads at once; plan names the byte ranges chunk reads will need,
+ * so that they can be fetched ahead and together (it may be called again to
+ * replace the plan, and the source may ignore it); close frees ctx. */
+typedef struct {
+  int (*read)(void *ctx, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d);
+  void (*plan)(void *ctx, const dcr__range *ranges, size_t count);
+  void (*close)(void *ctx);
+} dcr__source_ops;
+
 typedef struct {
   const uint8_t *data; /* memory source, or NULL */
-  int fd;              /* file source */
+  int fd;              /* file source, or -1 */
   uint64_t size;
+  const dcr__source_ops *ops; /* else: ops over ctx */
+  void *ctx;
 } dcr__source;
 
 /* Points *out at `length` bytes at `offset`: into memory, or read into *scratch
@@ -254,7 +271,42 @@ struct dcr_reader {
   const volatile int *cancel;  /* for verify: dcr_reader_set_cancel */
   dcr_progress_fn progress;    /* for verify: dcr_reader_set_progress */
   void *progress_opaque;
+  /* Opened by the random-access profile (SPEC.md §21): chunk sections were not
+   * read at open; dcr__chunk_payload checks each one as it is used. */
+  int random;
+  /* dcr_reader_select_tensors: 1 per manifest entry whose chunks are used, or
+   * NULL for all of them */
+  uint8_t *selected;
 };
+
+/* The stored payload of chunk c (its 32-byte record, then its streams), for the
+ * codec. From a random-access reader it is checked first, by its section header,
+ * payload check, padding and record against the index (R-RAN-3). Thread-safe. */
+DCR_HIDDEN int dcr__chunk_payload(const dcr_reader *r, const dcr__chunk *c, uint8_t **scratch,
+                                  size_t *capacity, const uint8_t **out, dcr_detail *d);
+/* Its base_check and target_check, which a random-access reader learns only by
+ * reading the chunk (dcr__chunk_payload): for callers that need them alone. */
+DCR_HIDDEN int dcr__chunk_checks(const dcr_reader *r, const dcr__chunk *c, dcr_detail *d);
+/* Tells a random-access source which chunk sections will be read: those of the
+ * selected tensors (a no-op for files and memory). */
+DCR_HIDDEN void dcr__chunk_plan(const dcr_reader *r);
+/* Whether manifest entry i is used: every entry, unless a selection is set. */
+static inline int dcr__selected(const dcr_reader *r, uint64_t i) {
+  return !r->selected || r->selected[i];
+}
+/* DCR_E_ARGUMENT if r has a tensor selection: for the calls that build or check
+ * a whole target, which a selection cannot give. */
+DCR_HIDDEN int dcr__need_whole(const dcr_reader *r, dcr_detail *d);
+/* Opens a reader over a source of `size` bytes behind ops, named `name` in
+ * details: by the random-access profile (SPEC.md §21), or with `whole` by the
+ * walk, as a file. It owns ctx from the call on (closed on failure too). */
+DCR_HIDDEN int dcr__reader_open_ops(dcr_reader **out, const dcr__source_ops *ops, void *ctx,
+                                    uint64_t size, const char *name, int whole,
+                                    const dcr_limits *lim, dcr_detail *d);
+/* R-RAN-4: a failure `rc` of the profile that is about the bundle is confirmed by
+ * the walk of §15.3 over the whole source, whose first failure is the answer
+ * (R-ORD-3); d is replaced by the walk's when the walk fails. */
+DCR_HIDDEN int dcr__confirm_by_walk(const dcr_reader *r, int rc, dcr_detail *d);
 
 /* ---- query.c: the public views of descriptors */
 DCR_HIDDEN void dcr__tensor_side(dcr_tensor_side *out, const dcr__desc *t, int present);

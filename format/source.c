@@ -1,7 +1,7 @@
 /*
  * source.c - random access to a bundle held in memory or in a file. Files are
  * read with pread rather than mapped, so that a file truncated under our feet is
- * an error code, not a SIGBUS.
+ * an error code, not a SIGBUS. Other sources (net/) bring their own read.
  */
 #include <stdlib.h>
 
@@ -22,7 +22,8 @@ int dcr__source_get(const dcr__source *s, uint64_t offset, size_t length, uint8_
     *scratch = p;
     *capacity = length;
   }
-  int rc = dcr__pread_full(s->fd, *scratch, length, offset, d);
+  int rc = s->ops ? s->ops->read(s->ctx, offset, length, *scratch, d)
+                 : dcr__pread_full(s->fd, *scratch, length, offset, d);
   if (rc) return rc;
   *out = *scratch;
   return DCR_OK;

@@ -640,6 +640,69 @@ static void sign_seeds(void) {
   save("sign", "bundle-minimal", m, sizeof m);
 }
 
+/* fuzz_http: one response of status/headers and the bytes [from, to) of b. */
+static void response(fuzz_buf *out, const char *status, const char *headers, const fuzz_buf *b,
+                     size_t from, size_t to, size_t body, const char *etag) {
+  char head[512];
+  int n = snprintf(head, sizeof head,
+                   "HTTP/1.1 %s\r\nContent-Range: bytes %zu-%zu/%zu\r\nContent-Length: %zu\r\n"
+                   "ETag: \"%s\"\r\n%s\r\n", status, from, to - 1, b->n, to - from, etag, headers);
+  if (!strncmp(status, "200", 3))
+    n = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nETag: \"%s\"\r\n%s\r\n",
+                 b->n, etag, headers);
+  if (strncmp(status, "20", 2))
+    n = snprintf(head, sizeof head, "HTTP/1.1 %s\r\nContent-Length: 0\r\n%s\r\n", status, headers);
+  uint8_t len[2] = {(uint8_t)((size_t)n + body), (uint8_t)(((size_t)n + body) >> 8)};
+  fuzz_put(out, len, 2);
+  fuzz_put(out, head, (size_t)n);
+  fuzz_put(out, b->p + from, body);
+}
+
+/* fuzz_http: the skeleton bundle served whole, in two ranges, after faults. */
+static void http_seeds(void) {
+  fuzz_buf base = {0}, t = {0}, b = {0}, s = {0};
+  fuzz_base_safetensors(&base);
+  fuzz_index_target(&t);
+  fuzz_write_file(fuzz_path(0, "base"), base.p, base.n);
+  fuzz_write_file(fuzz_path(1, "target"), t.p, t.n);
+  if (fuzz_encode(fuzz_path(0, "base"), fuzz_path(1, "target"), 4096, 3, 1, 0, &b)) exit(1);
+  size_t n = b.n, cut = n - 300;
+  static const struct {
+    const char *name;
+    int steps; /* which responses, below */
+  } seeds[] = {{"whole-206", 1}, {"whole-200", 2}, {"tail-then-rest", 3}, {"503-then-whole", 4},
+               {"cut-then-resume", 5}, {"etag-changes", 6}, {"whole-206-open-only", 7}};
+  for (size_t k = 0; k < sizeof seeds / sizeof seeds[0]; k++) {
+    s.n = 0;
+    uint8_t mode = seeds[k].steps == 7 ? 0 : 1;
+    fuzz_put(&s, &mode, 1);
+    switch (seeds[k].steps) {
+      case 1: case 7: response(&s, "206 Partial Content", "", &b, 0, n, n, "5f-d3"); break;
+      case 2: response(&s, "200 OK", "", &b, 0, n, n, "5f-d3"); break;
+      case 3:
+        response(&s, "206 Partial Content", "", &b, cut, n, n - cut, "5f-d3");
+        response(&s, "206 Partial Content", "", &b, 0, cut, cut, "5f-d3");
+        break;
+      case 4:
+        response(&s, "503 Service Unavailable", "Retry-After: 0\r\n", &b, 0, 0, 0, "");
+        response(&s, "206 Partial Content", "", &b, 0, n, n, "5f-d3");
+        break;
+      case 5:
+        response(&s, "206 Partial Content", "", &b, 0, n, n / 2, "5f-d3");
+        response(&s, "206 Partial Content", "", &b, n / 2, n, n - n / 2, "5f-d3");
+        break;
+      case 6:
+        response(&s, "206 Partial Content", "", &b, cut, n, n - cut, "5f-d3");
+        response(&s, "206 Partial Content", "", &b, 0, cut, cut, "5f-d4");
+        break;
+    }
+    save("http", seeds[k].name, s.p, s.n);
+  }
+  fuzz_buf_free(&base), fuzz_buf_free(&t), fuzz_buf_free(&b), fuzz_buf_free(&s);
+  unlink(fuzz_path(0, "base"));
+  unlink(fuzz_path(1, "target"));
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) root = argv[1];
   if (mkdir(root, 0777) && errno != EEXIST) perror(root), exit(1);
@@ -731,6 +794,7 @@ int main(int argc, char **argv) {
   set_seeds();
   history_seeds(&base);
   sign_seeds();
+  http_seeds();
   fuzz_buf_free(&base);
   fuzz_buf_free(&t);
   fuzz_buf_free(&raw);

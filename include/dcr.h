@@ -89,7 +89,9 @@ DCR_API const char *dcr_version_string(void);
   X(E_INTERRUPTED, 24, "interrupted")                                               \
   X(E_JOURNAL, 25, "an apply journal is malformed or does not fit its checkpoint")   \
   X(E_ARCHIVE, 26, "a history archive is malformed or disagrees with its index")    \
-  X(E_SIGNATURE, 27, "a required signature is missing, malformed, untrusted or wrong")
+  X(E_SIGNATURE, 27, "a required signature is missing, malformed, untrusted or wrong") \
+  X(E_FETCH, 28, "a remote bundle could not be fetched")                             \
+  X(E_CHANGED, 29, "a remote bundle changed while it was being read")
 
 typedef enum {
 #define DCR_ENUM_(name, num, msg) DCR_##name = num,
@@ -268,6 +270,15 @@ typedef struct dcr_reader dcr_reader;
  * *reader is set to NULL (so dcr_reader_free(*reader) is always safe). */
 DCR_API int dcr_reader_open_file(dcr_reader **reader, const char *path,
                                  const dcr_limits *limits, dcr_detail *detail);
+/* The same by the random-access profile (SPEC.md §21) that dcr_reader_open_url
+ * uses: the footer, every section but the chunk sections, then only the chunks
+ * that are used, each checked as it is read. For a file on a mount of an object
+ * store (mountpoint-s3, gcsfuse) or a network file system, where every byte read
+ * is a transfer, and with dcr_reader_select_tensors. A bundle the profile finds
+ * broken is walked whole before the error is reported, so the error is the one
+ * dcr_reader_open_file gives (R-RAN-4). */
+DCR_API int dcr_reader_open_file_ranged(dcr_reader **reader, const char *path,
+                                        const dcr_limits *limits, dcr_detail *detail);
 /* The same for a bundle in memory; the buffer must outlive the reader. */
 DCR_API int dcr_reader_open_memory(dcr_reader **reader, const void *data, size_t size,
                                    const dcr_limits *limits, dcr_detail *detail);
@@ -372,6 +383,20 @@ DCR_API void dcr_reader_set_progress(dcr_reader *reader, dcr_progress_fn progres
 /* Decodes every chunk without a base and checks every rule that needs no base
  * (SPEC.md §9): encodings, positions, decompressed sizes, counts. */
 DCR_API int dcr_reader_verify(dcr_reader *reader, dcr_detail *detail);
+
+/* Restricts the reader to the tensors whose names match one of the patterns
+ * (fnmatch(3) without flags: '*' matches dots too), for a worker that holds a
+ * slice of the model: dcr_patch_memory then resolves and patches those tensors
+ * only (at DCR_VERIFY_FULL checking each one's base and target hash, SPEC.md §7:
+ * not the state ids, which need every tensor), dcr_reader_verify and the
+ * dcr_changes iterator see their chunks only, and a remote reader fetches their
+ * chunks only (SPEC.md §21). Calls that build or check a whole target
+ * (dcr_apply, dcr_apply_to, dcr_check_target, dcr_patch_file) then fail with
+ * DCR_E_ARGUMENT. A pattern that matches no tensor is DCR_E_ARGUMENT and leaves
+ * the selection as it was; count 0 selects every tensor again. *matched (may be
+ * NULL): the number of tensors selected. */
+DCR_API int dcr_reader_select_tensors(dcr_reader *reader, const char *const *patterns,
+                                      size_t count, uint64_t *matched, dcr_detail *detail);
 
 /* Called once per problem found; return 0 to go on, non-zero to stop. */
 typedef int (*dcr_problem_fn)(void *opaque, const dcr_detail *detail);
@@ -873,6 +898,70 @@ DCR_API int dcr_reader_verify_signature(dcr_reader *reader, const dcr_keyring *r
 DCR_API int dcr_reader_verify_signed_checkpoint(dcr_reader *reader, const dcr_keyring *ring,
                                                 const char *path, int side, unsigned threads,
                                                 dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Remote bundles: HTTP range requests (net/, libcurl; SPEC.md §21)          */
+/*
+ * A bundle on an HTTP(S) origin, an object store (a presigned URL) or behind
+ * caching relays is read by range requests: the footer, then the manifest,
+ * identities and index, then the chunk sections that apply, verify or the
+ * changes iterator use, fetched ahead in coalesced ranges with several requests
+ * in flight and each checked as it arrives (the random-access profile, §21).
+ * What is fetched is kept in a nameless temporary file (in $TMPDIR, else /tmp)
+ * so that a second pass over the chunks does not fetch them again: up to the
+ * bundle's size on disk, and little memory whatever the bundle's size.
+ *
+ * Faults are retried with backoff: connection failures, timeouts, stalls, 5xx
+ * and 429 answers, cut bodies (resumed where they stopped). The object must not
+ * change while it is read: every response must carry the validators of the
+ * first (ETag, else Last-Modified, and the size), requests carry If-Match (or
+ * If-Unmodified-Since), and a change is DCR_E_CHANGED, never a mixed result. A
+ * server that ignores Range (200) is read whole. Other failures, and 4xx
+ * answers, are DCR_E_FETCH. Error messages and details never contain header
+ * values or the URL's userinfo and query (a presigned URL's signature): the URL
+ * is shown as scheme://host/path.
+ */
+typedef struct {
+  /* "Name: value" lines sent with every request (e.g. "Authorization: Bearer
+   * ..."); curl does not send them on to another host when redirected. */
+  const char *const *headers;
+  size_t header_count;
+  unsigned retries;     /* attempts after the first, per request; default 5 */
+  unsigned timeout_s;   /* a transfer that receives nothing this long is retried;
+                           default 30 (connecting: 10 at most) */
+  unsigned inflight;    /* requests in flight; default 4 */
+  const char *ca_file;  /* PEM CA certificates for HTTPS; NULL: the system's store */
+  /* 0 (default): the random-access profile (SPEC.md §21). 1: every section is read
+   * and checked at open, in file order, as dcr_reader_open_file does: for a
+   * validator, which must read every byte anyway. */
+  int whole;
+  uint32_t reserved32_;
+  uint64_t reserved_[7];
+} dcr_http_options;
+
+DCR_API void dcr_http_options_default(dcr_http_options *options);
+
+/* Opens the bundle at an http:// or https:// URL by the random-access profile:
+ * the structure checks of dcr_reader_open_file on every section but the chunk
+ * sections, which are checked as they are read. Then every reader call works
+ * as on a file (dcr_reader_section lists chunk sections from the index; a
+ * dcr_chunk_info's checks are 0 until the chunk has been read). options and
+ * limits may be NULL for the defaults; the options' strings are copied. */
+DCR_API int dcr_reader_open_url(dcr_reader **reader, const char *url,
+                                const dcr_http_options *options, const dcr_limits *limits,
+                                dcr_detail *detail);
+
+typedef struct {
+  uint64_t bundle_size;   /* the object's size */
+  uint64_t bytes_fetched; /* body bytes received, retries included */
+  uint64_t requests;      /* HTTP requests made, retries included */
+  uint64_t retries;       /* requests repeated after a fault */
+  uint64_t reserved_[4];
+} dcr_fetch_stats;
+
+/* What a reader from dcr_reader_open_url has fetched so far (zeros for other
+ * readers); fills the first `size` bytes of *stats (pass sizeof *stats). */
+DCR_API void dcr_reader_fetch_stats(const dcr_reader *reader, dcr_fetch_stats *stats, size_t size);
 
 #ifdef __cplusplus
 }

@@ -44,15 +44,14 @@ int dcr_changes_next(dcr_changes *it, const dcr_change **out, dcr_detail *d) {
   if (d) dcr__detail_init(d);
   *out = NULL;
   const dcr_reader *r = it->r;
+  while (it->next < r->chunk_count && !dcr__selected(r, r->chunks[it->next].tensor)) it->next++;
   if (it->next >= r->chunk_count) return DCR_OK;
   const dcr__chunk *c = &r->chunks[it->next];
   const dcr__entry *e = &r->man.entries[c->tensor];
   unsigned esize = dcr_dtype_size(e->target.dtype);
   size_t bytes = dcr__chunk_bytes(&r->man, e, c->chunk), n = bytes / esize;
   const uint8_t *payload, *planes;
-  int rc = dcr__source_get(&r->src, c->offset + DCR__SECTION_HEADER_SIZE,
-                           (size_t)c->payload_length, &it->scratch, &it->scratch_capacity,
-                           &payload, d);
+  int rc = dcr__chunk_payload(r, c, &it->scratch, &it->scratch_capacity, &payload, d);
   const uint8_t *data = payload + DCR__RECORD_SIZE;
   size_t length = (size_t)c->payload_length - DCR__RECORD_SIZE;
   /* A DELTA_CLASSED chunk names its changes by rank among base elements of a

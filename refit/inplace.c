@@ -236,6 +236,7 @@ int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
   memset(&p->stats, 0, sizeof p->stats);
   dcr_reader *r = p->r;
   inplace ip = {.p = p, .path = path, .fd = -1, .jw = {.fd = -1}};
+  if (dcr__need_whole(r, d)) return DCR_E_ARGUMENT;
   /* §10.3: one journal per file; a set would need one across its members */
   if (r->man.kind == DCR_KIND_SET)
     return dcr__detail_file(d, path),

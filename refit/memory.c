@@ -21,6 +21,8 @@ typedef struct {
   int *rc;                 /* per slot */
   dcr_detail *detail;      /* per slot */
   size_t window;
+  uint64_t *jobs;          /* the selected chunks' indexes (dcr_reader_select_tensors) */
+  size_t job_count;
   uint64_t done, total;
 } patcher;
 
@@ -42,6 +44,7 @@ static int resolve_all(patcher *pt, dcr_resolve_fn resolve, void *opaque, dcr_de
   const dcr__manifest *m = &r->man;
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
+    if (!dcr__selected(r, i)) continue; /* not asked for: its buffer stays NULL */
     dcr_tensor_info t;
     dcr_reader_tensor(r, i, &t);
     dcr_buffer *b = &pt->buf[i];
@@ -70,7 +73,7 @@ static int hash_removed(patcher *pt, dcr_detail *d) {
   const dcr__manifest *m = &pt->p->r->man;
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
-    if (e->presence != DCR__HAS_BASE || !pt->buf[i].data) continue;
+    if (e->presence != DCR__HAS_BASE || !pt->buf[i].data) continue; /* unselected: NULL */
     uint8_t h[16];
     dcr__hash_memory(pt->buf[i].data, e->base.byte_length, h);
     pt->p->stats.bytes_checked += e->base.byte_length;
@@ -97,19 +100,18 @@ static int check(patcher *pt, int as_target, dcr_detail *d) {
   return rc;
 }
 
-static void patch_job(void *ctx, size_t k, unsigned worker) {
+static void patch_job(void *ctx, size_t j, unsigned worker) {
   patcher *pt = ctx;
   const dcr_reader *r = pt->p->r;
-  const dcr__chunk *c = &r->chunks[k];
+  const dcr__chunk *c = &r->chunks[pt->jobs[j]];
   const dcr__entry *e = &r->man.entries[c->tensor];
-  size_t slot = k % pt->window, bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
+  size_t slot = j % pt->window, bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
   uint8_t *chunk = (uint8_t *)pt->buf[c->tensor].data + (uint64_t)c->chunk * r->man.chunk_size;
   const uint8_t *payload;
   dcr_detail *d = &pt->detail[slot];
   dcr__detail_init(d);
-  int rc = dcr__source_get(&r->src, c->offset + DCR__SECTION_HEADER_SIZE,
-                           (size_t)c->payload_length, &pt->scratch[worker],
-                           &pt->scratch_capacity[worker], &payload, d);
+  int rc = dcr__chunk_payload(r, c, &pt->scratch[worker], &pt->scratch_capacity[worker],
+                              &payload, d);
   if (!rc)
     rc = dcr__decode_chunk(&pt->dec[worker], c, payload + DCR__RECORD_SIZE,
                            (size_t)c->payload_length - DCR__RECORD_SIZE, e->target.dtype,
@@ -122,12 +124,13 @@ static void patch_job(void *ctx, size_t k, unsigned worker) {
   pt->rc[slot] = rc;
 }
 
-static int patch_take(void *ctx, size_t k, dcr_detail *d) {
+static int patch_take(void *ctx, size_t j, dcr_detail *d) {
   patcher *pt = ctx;
-  size_t slot = k % pt->window;
+  size_t slot = j % pt->window;
   if (pt->rc[slot]) return *d = pt->detail[slot], pt->rc[slot];
   const dcr_reader *r = pt->p->r;
-  pt->done += dcr__chunk_bytes(&r->man, &r->man.entries[r->chunks[k].tensor], r->chunks[k].chunk);
+  const dcr__chunk *c = &r->chunks[pt->jobs[j]];
+  pt->done += dcr__chunk_bytes(&r->man, &r->man.entries[c->tensor], c->chunk);
   pt->p->stats.chunks_patched++;
   if (pt->p->progress) pt->p->progress(pt->p->progress_opaque, pt->done, pt->total);
   return DCR_OK;
@@ -145,10 +148,15 @@ static int patch(patcher *pt, dcr_detail *d) {
       pt->p->stats.bytes_written += e->target.byte_length;
     }
   }
+  pt->jobs = malloc((size_t)r->chunk_count * sizeof *pt->jobs + 1);
+  if (!pt->jobs) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
   for (uint64_t k = 0; k < r->chunk_count; k++)
-    pt->total += dcr__chunk_bytes(m, &m->entries[r->chunks[k].tensor], r->chunks[k].chunk);
+    if (dcr__selected(r, r->chunks[k].tensor)) {
+      pt->jobs[pt->job_count++] = k;
+      pt->total += dcr__chunk_bytes(m, &m->entries[r->chunks[k].tensor], r->chunks[k].chunk);
+    }
   unsigned threads = pt->p->threads ? pt->p->threads : dcr_default_threads();
-  if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
+  if (threads > pt->job_count) threads = pt->job_count ? (unsigned)pt->job_count : 1;
   size_t cs = dcr__max_chunk_bytes(m);
   dcr__pool *pool = NULL;
   int rc = dcr__pool_create(&pool, threads) ? DCR_E_NOMEM : DCR_OK;
@@ -166,11 +174,12 @@ static int patch(patcher *pt, dcr_detail *d) {
   }
   if (rc) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate decoders");
   else /* not cancellable: once the first chunk is written, the rest must follow */
-    rc = dcr__pool_stream(pool, (size_t)r->chunk_count, patch_job, patch_take, pt, NULL, d);
+    rc = dcr__pool_stream(pool, pt->job_count, patch_job, patch_take, pt, NULL, d);
   dcr__pool_free(pool);
   for (unsigned w = 0; pt->dec && w < threads; w++) dcr__chunk_decoder_free(&pt->dec[w]);
   for (unsigned w = 0; pt->scratch && w < threads; w++) free(pt->scratch[w]);
   free(pt->dec), free(pt->scratch), free(pt->scratch_capacity), free(pt->rc), free(pt->detail);
+  free(pt->jobs);
   pt->p->stats.bytes_written += pt->total;
   return rc;
 }
@@ -186,7 +195,7 @@ int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_det
    * prefix, but the resolver hands over one buffer of the target's size, whose
    * contents are not the base: it cannot be patched in memory. */
   for (uint64_t i = 0; i < m->entry_count; i++)
-    if (m->entries[i].resized)
+    if (m->entries[i].resized && dcr__selected(p->r, i))
       return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "a resized tensor (format 1.1, SPEC.md "
                                             "§6.5) cannot be patched in memory: apply the bundle to a "
                                             "file, or encode with --format 1.0");

@@ -86,13 +86,17 @@ int dcr__wio_sync_dir(dcr__faults *f, const char *path, dcr_detail *d) {
 
 const dcr__chunk *dcr__probe_chunk(const dcr_reader *r) {
   for (uint64_t k = 0; k < r->chunk_count; k++)
-    if (dcr__entry_delta_coded(&r->man.entries[r->chunks[k].tensor])) return &r->chunks[k];
+    if (dcr__entry_delta_coded(&r->man.entries[r->chunks[k].tensor]) &&
+        dcr__selected(r, r->chunks[k].tensor))
+      return &r->chunks[k];
   return NULL;
 }
 
 int dcr__probe(const dcr_reader *r, const dcr__chunk *c, const uint8_t *bytes, int *as_target,
                dcr_detail *d) {
   size_t n = dcr__chunk_bytes(&r->man, &r->man.entries[c->tensor], c->chunk);
+  int rc = dcr__chunk_checks(r, c, d);
+  if (rc) return rc;
   uint8_t *digests = malloc(16 * DCR__PIECES(n) + 16);
   if (!digests) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   uint64_t check = dcr__pieces_check(digests, dcr__pieces(bytes, n, digests));

@@ -171,17 +171,20 @@ CODES = ["DCR_OK", "DCR_E_IO", "DCR_E_NOMEM", "DCR_E_ARGUMENT", "DCR_E_TRUNCATED
          "DCR_E_NAME", "DCR_E_DTYPE", "DCR_E_SHAPE", "DCR_E_LAYOUT", "DCR_E_INDEX",
          "DCR_E_ENCODING", "DCR_E_POSITION", "DCR_E_DECOMPRESS",
          "DCR_E_BASE_MISMATCH", "DCR_E_TARGET_MISMATCH", "DCR_E_CHECKPOINT",
-         "DCR_E_INTERRUPTED", "DCR_E_JOURNAL", "DCR_E_ARCHIVE", "DCR_E_SIGNATURE"]
-# Companion formats (SPEC.md §18, §19) have vectors and indexes of their own; their codes
-# and requirement ids count as covered by them, as do those of every bundle corpus.
+         "DCR_E_INTERRUPTED", "DCR_E_JOURNAL", "DCR_E_ARCHIVE", "DCR_E_SIGNATURE",
+         "DCR_E_FETCH", "DCR_E_CHANGED"]
+# Companion formats (SPEC.md §18, §19, §20) and range readers (§21) have vectors and
+# indexes of their own; their codes and requirement ids count as covered by them, as do
+# those of every bundle corpus.
 companions = [json.load(open(os.path.join(tv, p, "index.json"), encoding="utf-8"))
-              for p in ("journal-v1", "history-v1", "sign-v1")]
+              for p in ("journal-v1", "history-v1", "sign-v1", "range-v1")]
 spec = open(spec_path, encoding="utf-8").read()
 spec_codes = set(re.findall(r"^\| \d+ \| (DCR_E_[A-Z_]+) \|", spec, re.M))
 if spec_codes != set(CODES[1:]):
     fail("SPEC.md §13 lists %s; the runner knows %s" % (sorted(spec_codes), CODES[1:]))
 all_vectors = [v for _, index, _ in corpora for v in index["vectors"]]
 untestable = {c for _, index, _ in corpora for c in index["codes_without_vectors"]}
+untestable |= {c for index in companions for c in index.get("codes_without_vectors", {})}
 tested = {v["error"] for v in all_vectors if v["result"] == "invalid"}
 tested |= {v.get("error") for c in companions for v in c["vectors"] if v.get("error")}
 for code in sorted(spec_codes):

@@ -62,7 +62,7 @@ static void flip_bit(uint8_t *p, size_t offset, unsigned bit) {
 
 static void test_err_names_and_messages(void **state) {
   (void)state;
-  assert_int_equal(DCR_ERROR_COUNT_, 28);
+  assert_int_equal(DCR_ERROR_COUNT_, 30);
   assert_string_equal(dcr_error_name(DCR_E_CHECKSUM), "DCR_E_CHECKSUM");
   assert_string_equal(dcr_error_name(DCR_OK), "DCR_OK");
   assert_string_equal(dcr_error_name(DCR_E_INTERRUPTED), "DCR_E_INTERRUPTED");
@@ -81,10 +81,11 @@ static void test_err_names_and_messages(void **state) {
       {21, "DCR_E_BASE_MISMATCH"}, {22, "DCR_E_TARGET_MISMATCH"}, {23, "DCR_E_CHECKPOINT"},
       {24, "DCR_E_INTERRUPTED"},
       {25, "DCR_E_JOURNAL"},   {26, "DCR_E_ARCHIVE"},   {27, "DCR_E_SIGNATURE"},
+      {28, "DCR_E_FETCH"},     {29, "DCR_E_CHANGED"},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     assert_string_equal(dcr_error_name(table[i].code), table[i].name);
-  for (int i = 0; i < 28; i++) {
+  for (int i = 0; i < 30; i++) {
     const char *n = dcr_error_name(i), *m = dcr_error_message(i);
     assert_non_null(n);
     assert_non_null(m);
@@ -95,7 +96,7 @@ static void test_err_names_and_messages(void **state) {
       assert_string_not_equal(m, dcr_error_message(j));
     }
   }
-  const int out[] = {-1, 28, 29, 1000, -1000};
+  const int out[] = {-1, 30, 31, 1000, -1000};
   for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
     assert_string_equal(dcr_error_name(out[i]), "DCR_E_UNKNOWN");
     assert_non_null(dcr_error_message(out[i]));

@@ -40,6 +40,7 @@
 
 #include "dcr.h"
 #include "vectors_runner.h"
+#include "../format/format.h"
 
 
 static int code_of(const char *name) {
@@ -131,6 +132,38 @@ static int collect(void *opaque, const dcr_detail *d) {
   return 0;
 }
 
+/* ---- the random-access profile (SPEC.md §21) over the vector's bytes */
+
+static int memory_read(void *ctx, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d) {
+  (void)d;
+  memcpy(out, (const uint8_t *)ctx + offset, length);
+  return DCR_OK;
+}
+static void memory_plan(void *ctx, const dcr__range *ranges, size_t count) {
+  (void)ctx, (void)ranges, (void)count;
+}
+static void memory_close(void *ctx) { (void)ctx; }
+static const dcr__source_ops memory_ops = {memory_read, memory_plan, memory_close};
+
+/* A range reader that uses every chunk: open, verify, then apply when there is a
+ * base. Its verdict must be the walk's (R-RAN-5); *stage as play() names them. */
+static int range_outcome(const uint8_t *mem, size_t size, const char *base, const char *out,
+                         const char **stage, dcr_detail *d) {
+  dcr_reader *r = NULL;
+  int rc = dcr__reader_open_ops(&r, &memory_ops, (void *)mem, size, "<range>", 0, NULL, d);
+  *stage = rc ? "structure" : NULL;
+  if (!rc && (rc = dcr_reader_verify(r, d))) *stage = "chunks";
+  if (!rc && base) {
+    dcr_apply_options opt;
+    dcr_apply_options_default(&opt);
+    opt.sync = 0;
+    opt.threads = 2;
+    if ((rc = dcr_apply(r, base, out, &opt, d))) *stage = "apply";
+  }
+  dcr_reader_free(r);
+  return rc;
+}
+
 static void play(void **state) {
   const json_t *v = *state;
   const char *id = json_string_value(json_object_get(v, "id"));
@@ -208,6 +241,24 @@ static void play(void **state) {
   if (!got && target) {
     got = dcr_check_target(r, target, NULL, &d);
     if (got) got_stage = "target";
+  }
+  if (want_stage && strcmp(want_stage, "target") ? 1 : !strcmp(result, "valid")) {
+    const char *range_stage;
+    dcr_detail dr;
+    remove_tree(out);
+    int range = range_outcome(mem, size, base, out, &range_stage, &dr);
+    if (!range && target && !strcmp(result, "valid") &&
+        !json_object_get(json_object_get(json_object_get(v, "files"), "target"), "members") &&
+        !same_file(out, target))
+      fail_msg("%s: the range reader's output differs from the target", id);
+    remove_tree(out);
+    if ((range == DCR_OK) != (!strcmp(result, "valid") || (want_stage && !strcmp(want_stage, "target"))))
+      fail_msg("%s: the range reader says %s (%s), the walk %s", id,
+               range ? dcr_error_name(range) : "valid", range ? dr.message : "",
+               strcmp(result, "valid") ? json_string_value(err) : "valid");
+    if (range && range != want) /* R-RAN-4: a failure is confirmed by the walk */
+      fail_msg("%s: the range reader says %s at %s (%s); the walk %s at %s", id,
+               dcr_error_name(range), range_stage, dr.message, json_string_value(err), want_stage);
   }
   dcr_reader_free(r);
   free(mem);

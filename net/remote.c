@@ -1,0 +1,583 @@
+/*
+ * remote.c - dcr_reader_open_url: a bundle read by HTTP range requests (SPEC.md
+ * §21). One fetcher thread drives libcurl's multi interface: a few requests in
+ * flight, each body streamed into a nameless spool file at its offset, so that
+ * memory stays small whatever the bundle's size and a second pass over the
+ * chunks reads them locally. Reader threads ask for byte ranges and wait until
+ * the spool holds them; what they ask comes first, then the plan (the chunk
+ * sections the reader will use, coalesced), fetched ahead.
+ *
+ * Faults: a failed or cut transfer is asked again, from where its body stopped,
+ * with backoff; a change of the object (validators, size, 412) or a response
+ * that breaks the rules of §21.3 stops every read with its error.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "remote.h"
+
+#define TAIL_BYTES (64u << 10)   /* the first request: footer, index and more */
+#define MIN_REQUEST (64u << 10)  /* a read not planned is rounded up to this */
+#define SPAN_BYTES (4u << 20)    /* the largest request: several spans fly at once */
+#define MERGE_GAP (64u << 10)    /* planned ranges closer than this are asked as one */
+
+typedef struct dcr__remote dcr__remote;
+
+typedef struct {
+  dcr__remote *rm;
+  CURL *easy;
+  struct curl_slist *headers;
+  int busy;    /* a request in flight, or waiting for its retry */
+  int waiting; /* in backoff: not in the multi handle */
+  int first;   /* the suffix request that learns the object */
+  uint64_t offset, length, received; /* what this attempt asks for and has stored */
+  int verdict;                       /* DCR__RESP_*, 0 before the first body byte */
+  int code;                          /* for a failed verdict or a refused body */
+  dcr_detail detail;
+  unsigned attempts;
+  struct timespec not_before;
+  char error[CURL_ERROR_SIZE];
+  dcr__response resp;
+} xfer;
+
+struct dcr__remote {
+  char *url;
+  char shown[256];
+  char **headers;
+  size_t header_count;
+  unsigned retries, timeout_s, inflight;
+  char *ca_file;
+  int spool;
+  dcr__object obj;
+  int known; /* obj is filled */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  dcr__range *have, *queue, *plan;
+  size_t have_n, have_cap, queue_n, queue_cap, plan_n, plan_next;
+  int plan_active;
+  xfer *x;
+  int failed, stop, started;
+  dcr_detail fail;
+  CURLM *multi;
+  pthread_t thread;
+  dcr_fetch_stats stats;
+  unsigned seed;
+};
+
+/* ---- byte ranges: what the spool holds, what is asked */
+
+static int push(dcr__range **v, size_t *n, size_t *cap, size_t at, dcr__range r) {
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 16;
+    dcr__range *p = realloc(*v, c * sizeof *p);
+    if (!p) return -1;
+    *v = p, *cap = c;
+  }
+  memmove(*v + at + 1, *v + at, (*n - at) * sizeof **v);
+  (*v)[at] = r;
+  (*n)++;
+  return 0;
+}
+
+/* The first have range that ends after `offset` (have is sorted and merged). */
+static size_t have_find(const dcr__remote *rm, uint64_t offset) {
+  size_t lo = 0, hi = rm->have_n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (rm->have[mid].offset + rm->have[mid].length <= offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int covered(const dcr__remote *rm, uint64_t offset, uint64_t length) {
+  size_t i = have_find(rm, offset);
+  return i < rm->have_n && rm->have[i].offset <= offset &&
+         rm->have[i].offset + rm->have[i].length >= offset + length;
+}
+
+static int have_add(dcr__remote *rm, uint64_t offset, uint64_t length) {
+  if (!length) return 0;
+  uint64_t end = offset + length;
+  size_t i = have_find(rm, offset ? offset - 1 : 0), j = i;
+  while (j < rm->have_n && rm->have[j].offset <= end) {
+    if (rm->have[j].offset < offset) offset = rm->have[j].offset;
+    if (rm->have[j].offset + rm->have[j].length > end) end = rm->have[j].offset + rm->have[j].length;
+    j++;
+  }
+  if (j > i) { /* the ranges it joins give way to one */
+    memmove(rm->have + i, rm->have + j, (rm->have_n - j) * sizeof *rm->have);
+    rm->have_n -= j - i;
+  }
+  return push(&rm->have, &rm->have_n, &rm->have_cap, i, (dcr__range){offset, end - offset});
+}
+
+/* The first part of [offset, end) that is neither held nor being fetched. */
+static int missing(const dcr__remote *rm, uint64_t offset, uint64_t end, dcr__range *out) {
+  uint64_t at = offset;
+  for (int moved = 1; moved && at < end;) {
+    moved = 0;
+    size_t i = have_find(rm, at);
+    if (i < rm->have_n && rm->have[i].offset <= at)
+      at = rm->have[i].offset + rm->have[i].length, moved = 1;
+    for (unsigned k = 0; k < rm->inflight; k++) {
+      const xfer *x = &rm->x[k];
+      if (x->busy && !x->first && x->offset <= at && at < x->offset + x->length)
+        at = x->offset + x->length, moved = 1;
+    }
+  }
+  if (at >= end) return 0;
+  uint64_t stop = end;
+  size_t i = have_find(rm, at);
+  if (i < rm->have_n && rm->have[i].offset < stop) stop = rm->have[i].offset;
+  for (unsigned k = 0; k < rm->inflight; k++) {
+    const xfer *x = &rm->x[k];
+    if (x->busy && !x->first && x->offset > at && x->offset < stop) stop = x->offset;
+  }
+  if (stop - at > SPAN_BYTES) stop = at + SPAN_BYTES;
+  *out = (dcr__range){at, stop - at};
+  return 1;
+}
+
+/* What to ask next: reads that wait first, then the plan. */
+static int pick(dcr__remote *rm, dcr__range *out) {
+  while (rm->queue_n) {
+    dcr__range q = rm->queue[0];
+    if (missing(rm, q.offset, q.offset + q.length, out)) return 1;
+    memmove(rm->queue, rm->queue + 1, --rm->queue_n * sizeof *rm->queue);
+  }
+  for (; rm->plan_active && rm->plan_next < rm->plan_n; rm->plan_next++) {
+    dcr__range p = rm->plan[rm->plan_next];
+    if (missing(rm, p.offset, p.offset + p.length, out)) return 1;
+  }
+  return 0;
+}
+
+unsigned dcr__net_backoff_ms = 100;
+
+/* ---- one transfer */
+
+static size_t on_header(char *line, size_t size, size_t n, void *opaque) {
+  xfer *x = opaque;
+  dcr__response_header(&x->resp, line, size * n);
+  return size * n;
+}
+
+static int judge(xfer *x) {
+  dcr__remote *rm = x->rm;
+  dcr__detail_init(&x->detail);
+  x->verdict = dcr__response_judge(&x->resp, &rm->obj, x->first, x->offset, x->length, &x->code,
+                                   &x->detail);
+  if (x->verdict == DCR__RESP_PART && x->first)
+    x->offset = x->resp.first, x->length = x->resp.last - x->resp.first + 1;
+  if (x->verdict == DCR__RESP_WHOLE) /* the body starts at 0, wherever we asked */
+    x->offset = 0, x->length = rm->obj.size, x->received = 0;
+  return x->verdict;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *opaque) {
+  xfer *x = opaque;
+  size_t bytes = size * n;
+  if (!x->verdict) judge(x);
+  if (x->verdict != DCR__RESP_PART && x->verdict != DCR__RESP_WHOLE) return bytes; /* an error page */
+  if (bytes > x->length - x->received) {
+    x->verdict = DCR__RESP_FAIL, x->code = DCR_E_FETCH;
+    dcr__fail(&x->detail, DCR_E_FETCH, "the response body is longer than the range asked");
+    return 0;
+  }
+  for (size_t done = 0; done < bytes;) {
+    ssize_t w = pwrite(x->rm->spool, data + done, bytes - done,
+                       (off_t)(x->offset + x->received + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      x->verdict = DCR__RESP_FAIL, x->code = DCR_E_IO;
+      dcr__fail(&x->detail, DCR_E_IO, "cannot write the spool file: %s", strerror(errno));
+      return 0;
+    }
+    done += (size_t)w;
+  }
+  x->received += bytes;
+  return bytes;
+}
+
+static int start(dcr__remote *rm, xfer *x) {
+  char line[96];
+  if (x->first)
+    snprintf(line, sizeof line, "Range: bytes=-%u", TAIL_BYTES);
+  else
+    snprintf(line, sizeof line, "Range: bytes=%llu-%llu", (unsigned long long)x->offset,
+             (unsigned long long)(x->offset + x->length - 1));
+  curl_slist_free_all(x->headers);
+  x->headers = curl_slist_append(NULL, line);
+  /* R-RAN-5: the object must be the one the first response described */
+  if (!x->first && rm->obj.etag[0] && strncmp(rm->obj.etag, "W/", 2)) {
+    char m[16 + DCR__VALIDATOR_MAX];
+    snprintf(m, sizeof m, "If-Match: %s", rm->obj.etag);
+    x->headers = curl_slist_append(x->headers, m);
+  } else if (!x->first && rm->obj.last_modified[0]) {
+    char m[32 + DCR__VALIDATOR_MAX];
+    snprintf(m, sizeof m, "If-Unmodified-Since: %s", rm->obj.last_modified);
+    x->headers = curl_slist_append(x->headers, m);
+  }
+  for (size_t i = 0; i < rm->header_count; i++)
+    x->headers = curl_slist_append(x->headers, rm->headers[i]);
+  if (!x->headers) return -1;
+  CURL *e = x->easy;
+  curl_easy_reset(e);
+  memset(&x->resp, 0, sizeof x->resp);
+  x->verdict = 0;
+  x->error[0] = 0;
+  curl_easy_setopt(e, CURLOPT_URL, rm->url);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->error);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 8L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)(rm->timeout_s < 10 ? rm->timeout_s : 10));
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)rm->timeout_s);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "dcr/" DCR_VERSION_STRING);
+  if (rm->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, rm->ca_file);
+
+  rm->stats.requests++;
+  return curl_multi_add_handle(rm->multi, e) == CURLM_OK ? 0 : -1;
+}
+
+static void fail(dcr__remote *rm, int code, const dcr_detail *why) {
+  if (rm->failed) return;
+  rm->failed = 1;
+  rm->fail = *why;
+  rm->fail.code = code;
+  dcr__detail_file(&rm->fail, rm->shown);
+}
+
+static struct timespec later(unsigned ms) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+  return t;
+}
+
+static long ms_until(struct timespec t) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  long ms = (long)(t.tv_sec - now.tv_sec) * 1000 + (t.tv_nsec - now.tv_nsec) / 1000000L;
+  return ms > 0 ? ms : 0;
+}
+
+/* A transfer ended (curl's result). Under the lock. */
+static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
+  if (!x->verdict && x->resp.status) judge(x); /* a response without a body */
+  int ok = x->verdict == DCR__RESP_PART || x->verdict == DCR__RESP_WHOLE;
+  rm->stats.bytes_fetched += ok ? x->received : 0;
+  if (ok && x->first) rm->known = 1;
+  if (ok && have_add(rm, x->offset, x->received)) {
+    dcr_detail d;
+    dcr__detail_init(&d);
+    fail(rm, DCR_E_NOMEM, (dcr__fail(&d, DCR_E_NOMEM, "cannot allocate"), &d));
+  }
+  if (ok && x->received == x->length && result == CURLE_OK) {
+    x->busy = x->first = 0;
+    return;
+  }
+  if (x->verdict == DCR__RESP_FAIL) {
+    fail(rm, x->code, &x->detail);
+    x->busy = x->first = 0;
+    return;
+  }
+  /* Cut short, refused, or a transient answer: ask again for the rest. */
+  if (ok) x->offset += x->received, x->length -= x->received, x->first = 0;
+  x->received = 0;
+  if (!x->verdict || ok) {
+    dcr__detail_init(&x->detail);
+    /* curl's own message may quote the URL; its code's text never does */
+    dcr__fail(&x->detail, DCR_E_FETCH, "%s", result == CURLE_OK ? "the response ended early"
+              : !x->error[0] || strstr(x->error, "://") ? curl_easy_strerror(result) : x->error);
+  }
+  if (x->attempts++ >= rm->retries) {
+    dcr_detail d = x->detail;
+    size_t n = strlen(d.message);
+    snprintf(d.message + n, sizeof d.message - n, " (after %u attempts)", x->attempts);
+    fail(rm, DCR_E_FETCH, &d);
+    x->busy = x->first = 0;
+    return;
+  }
+  /* exponential, capped at 5 s, with up to 25% jitter so that a fleet's workers
+   * do not come back at the same moment */
+  unsigned ms = dcr__net_backoff_ms << (x->attempts - 1 < 6 ? x->attempts - 1 : 6);
+  ms = (ms > 5000 ? 5000 : ms) + (unsigned)rand_r(&rm->seed) % (ms / 4 + 1);
+  x->waiting = 1;
+  x->not_before = later(ms);
+  rm->stats.retries++;
+}
+
+static void *fetcher(void *opaque) {
+  dcr__remote *rm = opaque;
+  pthread_mutex_lock(&rm->mu);
+  while (!rm->stop) {
+    long wait_ms = 1000;
+    int busy = 0;
+    for (unsigned k = 0; k < rm->inflight; k++) {
+      xfer *x = &rm->x[k];
+      if (x->busy && x->waiting && !rm->failed) {
+        long ms = ms_until(x->not_before);
+        if (!ms && !start(rm, x)) x->waiting = 0;
+        else if (ms < wait_ms) wait_ms = ms ? ms : 1;
+      }
+      busy += x->busy && !(x->waiting && rm->failed);
+    }
+    for (unsigned k = 0; k < rm->inflight && !rm->failed; k++) {
+      xfer *x = &rm->x[k];
+      dcr__range r;
+      if (x->busy) continue;
+      if (!rm->known) { /* the one request that comes first */
+        if (k) break;
+        x->first = 1;
+      } else if (!pick(rm, &r)) {
+        break;
+      } else {
+        x->offset = r.offset, x->length = r.length;
+      }
+      x->busy = 1, x->attempts = 0, x->received = 0, busy++;
+      if (start(rm, x)) {
+        dcr_detail d;
+        dcr__detail_init(&d);
+        fail(rm, DCR_E_NOMEM, (dcr__fail(&d, DCR_E_NOMEM, "cannot start a request"), &d));
+      }
+      if (!rm->known) break;
+    }
+    if (!busy || rm->failed) {
+      for (unsigned k = 0; k < rm->inflight; k++) /* abandon what is left */
+        if (rm->x[k].busy && rm->failed) {
+          if (!rm->x[k].waiting) curl_multi_remove_handle(rm->multi, rm->x[k].easy);
+          rm->x[k].busy = rm->x[k].waiting = 0;
+        }
+      pthread_cond_broadcast(&rm->cv);
+      if (!rm->stop) pthread_cond_wait(&rm->cv, &rm->mu);
+      continue;
+    }
+    pthread_mutex_unlock(&rm->mu);
+    int running;
+    curl_multi_perform(rm->multi, &running);
+    CURLMsg *msg;
+    int left, done = 0;
+    while ((msg = curl_multi_info_read(rm->multi, &left))) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      xfer *x;
+      CURLcode result = msg->data.result;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+      curl_multi_remove_handle(rm->multi, msg->easy_handle);
+      pthread_mutex_lock(&rm->mu);
+      finish(rm, x, result);
+      pthread_cond_broadcast(&rm->cv);
+      pthread_mutex_unlock(&rm->mu);
+      done = 1;
+    }
+    /* a finished transfer frees a place: fill it before waiting */
+    if (!done) curl_multi_poll(rm->multi, NULL, 0, (int)wait_ms, NULL);
+    pthread_mutex_lock(&rm->mu);
+  }
+  pthread_mutex_unlock(&rm->mu);
+  return NULL;
+}
+
+/* Wakes the fetcher, wherever it waits. Under the lock. */
+static void wake(dcr__remote *rm) {
+  pthread_cond_broadcast(&rm->cv);
+  curl_multi_wakeup(rm->multi);
+}
+
+/* ---- the source (format.h's dcr__source_ops) */
+
+static int remote_read(void *ctx, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d) {
+  dcr__remote *rm = ctx;
+  if (!length) return DCR_OK;
+  pthread_mutex_lock(&rm->mu);
+  if (!rm->failed && !covered(rm, offset, length)) {
+    for (size_t i = 0; !rm->plan_active && i < rm->plan_n; i++)
+      rm->plan_active = rm->plan[i].offset < offset + length &&
+                        offset < rm->plan[i].offset + rm->plan[i].length;
+    uint64_t n = length < MIN_REQUEST ? MIN_REQUEST : length;
+    if (n > rm->obj.size - offset) n = rm->obj.size - offset;
+    if (push(&rm->queue, &rm->queue_n, &rm->queue_cap, rm->queue_n, (dcr__range){offset, n})) {
+      pthread_mutex_unlock(&rm->mu);
+      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+    }
+    wake(rm);
+  }
+  while (!rm->failed && !covered(rm, offset, length)) pthread_cond_wait(&rm->cv, &rm->mu);
+  if (rm->failed) {
+    int code = rm->fail.code;
+    if (d) *d = rm->fail;
+    pthread_mutex_unlock(&rm->mu);
+    return code;
+  }
+  pthread_mutex_unlock(&rm->mu);
+  return dcr__pread_full(rm->spool, out, length, offset, d);
+}
+
+static void remote_plan(void *ctx, const dcr__range *ranges, size_t count) {
+  dcr__remote *rm = ctx;
+  dcr__range *plan = malloc(count * sizeof *plan + 1);
+  size_t n = 0;
+  if (!plan) return; /* reads still work, one at a time */
+  for (size_t i = 0; i < count; i++) {
+    if (n && ranges[i].offset <= plan[n - 1].offset + plan[n - 1].length + MERGE_GAP &&
+        ranges[i].offset >= plan[n - 1].offset)
+      plan[n - 1].length = ranges[i].offset + ranges[i].length - plan[n - 1].offset;
+    else
+      plan[n++] = ranges[i];
+  }
+  pthread_mutex_lock(&rm->mu);
+  free(rm->plan);
+  rm->plan = plan, rm->plan_n = n, rm->plan_next = 0, rm->plan_active = 0;
+  pthread_mutex_unlock(&rm->mu);
+}
+
+static void remote_close(void *ctx) {
+  dcr__remote *rm = ctx;
+  if (rm->started) {
+    pthread_mutex_lock(&rm->mu);
+    rm->stop = 1;
+    wake(rm);
+    pthread_mutex_unlock(&rm->mu);
+    pthread_join(rm->thread, NULL);
+  }
+  for (unsigned k = 0; rm->x && k < rm->inflight; k++) {
+    if (rm->x[k].busy && !rm->x[k].waiting) curl_multi_remove_handle(rm->multi, rm->x[k].easy);
+    if (rm->x[k].easy) curl_easy_cleanup(rm->x[k].easy);
+    curl_slist_free_all(rm->x[k].headers);
+  }
+  if (rm->multi) curl_multi_cleanup(rm->multi);
+  if (rm->spool >= 0) close(rm->spool);
+  for (size_t i = 0; i < rm->header_count; i++) free(rm->headers[i]);
+  free(rm->headers), free(rm->url), free(rm->ca_file), free(rm->x);
+  free(rm->have), free(rm->queue), free(rm->plan);
+  pthread_mutex_destroy(&rm->mu);
+  pthread_cond_destroy(&rm->cv);
+  free(rm);
+}
+
+static const dcr__source_ops remote_ops = {remote_read, remote_plan, remote_close};
+
+/* ---- the public door */
+
+void dcr_http_options_default(dcr_http_options *o) {
+  memset(o, 0, sizeof *o);
+  o->retries = 5;
+  o->timeout_s = 30;
+  o->inflight = 4;
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_ready;
+static void curl_start(void) { curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static int open_spool(void) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/.dcr-fetch-XXXXXX", dir);
+  fd = mkostemp(path, O_CLOEXEC);
+  if (fd >= 0) unlink(path);
+  return fd;
+}
+
+static int is_http(const char *url) {
+  return !strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8);
+}
+
+static int make_remote(dcr__remote **out, const char *url, const dcr_http_options *o,
+                       dcr_detail *d) {
+  dcr__remote *rm = calloc(1, sizeof *rm);
+  *out = rm;
+  if (!rm) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  rm->spool = -1;
+  pthread_mutex_init(&rm->mu, NULL);
+  pthread_cond_init(&rm->cv, NULL);
+  dcr__url_shown(url, rm->shown, sizeof rm->shown);
+  rm->retries = o->retries;
+  rm->timeout_s = o->timeout_s ? o->timeout_s : 30;
+  rm->inflight = o->inflight ? (o->inflight > 64 ? 64 : o->inflight) : 4;
+  rm->seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)rm;
+  rm->url = strdup(url);
+  rm->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
+  rm->headers = calloc(o->header_count + 1, sizeof *rm->headers);
+  rm->x = calloc(rm->inflight, sizeof *rm->x);
+  if (!rm->url || (o->ca_file && !rm->ca_file) || !rm->headers || !rm->x)
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  for (size_t i = 0; i < o->header_count; i++, rm->header_count++) {
+    const char *h = o->headers[i], *colon = strchr(h, ':');
+    if (!colon || colon == h || strpbrk(h, "\r\n"))
+      return dcr__fail(d, DCR_E_ARGUMENT, "header %zu is not one 'Name: value' line", i + 1);
+    if (!(rm->headers[i] = strdup(h))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  }
+  pthread_once(&curl_once, curl_start);
+  if (curl_ready != CURLE_OK || !(rm->multi = curl_multi_init()))
+    return dcr__fail(d, DCR_E_NOMEM, "cannot start libcurl");
+  for (unsigned k = 0; k < rm->inflight; k++) {
+    rm->x[k].rm = rm;
+    if (!(rm->x[k].easy = curl_easy_init())) return dcr__fail(d, DCR_E_NOMEM, "cannot start libcurl");
+  }
+  if ((rm->spool = open_spool()) < 0)
+    return dcr__fail(d, DCR_E_IO, "cannot create a spool file in TMPDIR: %s", strerror(errno));
+  if (pthread_create(&rm->thread, NULL, fetcher, rm))
+    return dcr__fail(d, DCR_E_NOMEM, "cannot start the fetcher thread");
+  rm->started = 1;
+  /* the first response tells the object's size and validators */
+  pthread_mutex_lock(&rm->mu);
+  wake(rm);
+  while (!rm->known && !rm->failed) pthread_cond_wait(&rm->cv, &rm->mu);
+  int rc = rm->failed ? rm->fail.code : DCR_OK;
+  if (rc && d) *d = rm->fail;
+  pthread_mutex_unlock(&rm->mu);
+  return rc;
+}
+
+int dcr_reader_open_url(dcr_reader **out, const char *url, const dcr_http_options *options,
+                        const dcr_limits *lim, dcr_detail *d) {
+  dcr__detail_init(d);
+  *out = NULL;
+  dcr_http_options defaults;
+  if (!options) dcr_http_options_default(&defaults), options = &defaults;
+  if (!url || !is_http(url))
+    return dcr__fail(d, DCR_E_ARGUMENT, "not an http:// or https:// URL");
+  dcr__remote *rm = NULL;
+  int rc = make_remote(&rm, url, options, d);
+  if (rc) {
+    dcr__detail_file(d, rm ? rm->shown : "");
+    if (rm) remote_close(rm);
+    return rc;
+  }
+  return dcr__reader_open_ops(out, &remote_ops, rm, rm->obj.size, rm->shown, options->whole, lim,
+                              d);
+}
+
+void dcr_reader_fetch_stats(const dcr_reader *r, dcr_fetch_stats *stats, size_t size) {
+  dcr_fetch_stats s = {0};
+  if (r->src.ops == &remote_ops) {
+    dcr__remote *rm = r->src.ctx;
+    pthread_mutex_lock(&rm->mu);
+    s = rm->stats;
+    s.bundle_size = rm->obj.size;
+    pthread_mutex_unlock(&rm->mu);
+  }
+  memcpy(stats, &s, size < sizeof s ? size : sizeof s);
+}
