@@ -136,6 +136,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
+	bash tests/http_test.sh $(BUILD)/dcr
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
 	bash tests/abi_test.sh $(BUILD)
 	bash tests/readme_test.sh $(BUILD)/dcr

@@ -56,9 +56,9 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
       {"cacert", required_argument, NULL, OPT_CACERT}
 #define CLI_HTTP_HELP                                                                \
   "BUNDLE may be an http:// or https:// URL, read by range requests (SPEC.md 21).\n" \
-  "      --header 'NAME: VALUE'  send this header with every request (repeatable;\n" \
-  "                     also one per line in DCR_HTTP_HEADERS, which keeps a token\n" \
-  "                     out of the process list); never printed\n"                \
+  "      --header HEADER  send HEADER ('Name: value') with every request\n"      \
+  "                     (repeatable; also one per line in DCR_HTTP_HEADERS, which\n" \
+  "                     keeps a token out of the process list); never printed\n"  \
   "      --http-retries N  attempts after the first per request (default 5)\n"     \
   "      --http-timeout S  retry a transfer that receives nothing for S seconds\n"  \
   "                     (default 30)\n"                                             \

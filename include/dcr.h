@@ -923,7 +923,9 @@ DCR_API int dcr_reader_verify_signed_checkpoint(dcr_reader *reader, const dcr_ke
  */
 typedef struct {
   /* "Name: value" lines sent with every request (e.g. "Authorization: Bearer
-   * ..."); curl does not send them on to another host when redirected. */
+   * ..."). After a redirect to another host, scheme or port, libcurl drops
+   * Authorization and Cookie headers and sends the others: put a credential in
+   * Authorization, or in the URL's query (a presigned URL). */
   const char *const *headers;
   size_t header_count;
   unsigned retries;     /* attempts after the first, per request; default 5 */

@@ -42,6 +42,9 @@ typedef struct {
   dcr_detail detail;
   unsigned attempts;
   struct timespec not_before;
+  curl_off_t seen;             /* body bytes libcurl reported last */
+  struct timespec last_byte;   /* when they grew (or the request started) */
+  int stalled;                 /* stopped: nothing arrived for timeout_s */
   char error[CURL_ERROR_SIZE];
   dcr__response resp;
 } xfer;
@@ -159,7 +162,7 @@ static int pick(dcr__remote *rm, dcr__range *out) {
   return 0;
 }
 
-unsigned dcr__net_backoff_ms = 100;
+dcr__net_hooks dcr__net_test = {NULL, 100};
 
 /* ---- one transfer */
 
@@ -206,6 +209,28 @@ static size_t on_body(char *data, size_t size, size_t n, void *opaque) {
   return bytes;
 }
 
+static long ms_since(struct timespec t) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (long)(now.tv_sec - t.tv_sec) * 1000 + (now.tv_nsec - t.tv_nsec) / 1000000L;
+}
+
+/* --http-timeout: a transfer that receives nothing for timeout_s is stopped and
+ * asked again. libcurl's own LOW_SPEED options average over several seconds, so
+ * a stall after a burst would take that much longer to notice. */
+static int on_progress(void *opaque, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow) {
+  (void)dltotal, (void)ultotal, (void)ulnow;
+  xfer *x = opaque;
+  if (dlnow != x->seen) {
+    x->seen = dlnow;
+    clock_gettime(CLOCK_MONOTONIC, &x->last_byte);
+    return 0;
+  }
+  x->stalled = ms_since(x->last_byte) >= 1000L * x->rm->timeout_s;
+  return x->stalled;
+}
+
 static int start(dcr__remote *rm, xfer *x) {
   char line[96];
   if (x->first)
@@ -228,11 +253,18 @@ static int start(dcr__remote *rm, xfer *x) {
   for (size_t i = 0; i < rm->header_count; i++)
     x->headers = curl_slist_append(x->headers, rm->headers[i]);
   if (!x->headers) return -1;
+  /* A new handle for each request: libcurl 7.88 keeps a pointer into the last
+   * response's stored headers across curl_easy_reset, and a folded header line in
+   * the next response then reads freed memory (found by fuzz_http). Connections
+   * live in the multi handle's pool, so they are reused all the same. */
+  if (x->easy) curl_easy_cleanup(x->easy);
+  if (!(x->easy = curl_easy_init())) return -1;
   CURL *e = x->easy;
-  curl_easy_reset(e);
   memset(&x->resp, 0, sizeof x->resp);
   x->verdict = 0;
   x->error[0] = 0;
+  x->seen = 0, x->stalled = 0;
+  clock_gettime(CLOCK_MONOTONIC, &x->last_byte);
   curl_easy_setopt(e, CURLOPT_URL, rm->url);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -247,10 +279,12 @@ static int start(dcr__remote *rm, xfer *x) {
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)(rm->timeout_s < 10 ? rm->timeout_s : 10));
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)rm->timeout_s);
+  curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "dcr/" DCR_VERSION_STRING);
   if (rm->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, rm->ca_file);
+  if (dcr__net_test.unix_socket) curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, dcr__net_test.unix_socket);
 
   rm->stats.requests++;
   return curl_multi_add_handle(rm->multi, e) == CURLM_OK ? 0 : -1;
@@ -280,6 +314,21 @@ static long ms_until(struct timespec t) {
   return ms > 0 ? ms : 0;
 }
 
+/* Failures that asking again may mend: the network's, not a refusal (a
+ * certificate, a protocol, too many redirects). */
+static int transient(CURLcode c) {
+  switch (c) {
+    case CURLE_OK: /* a body that ended early */
+    case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_RESOLVE_PROXY: case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT: case CURLE_SEND_ERROR: case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING: case CURLE_PARTIAL_FILE: case CURLE_HTTP2: case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR: case CURLE_ABORTED_BY_CALLBACK:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 /* A transfer ended (curl's result). Under the lock. */
 static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
   if (!x->verdict && x->resp.status) judge(x); /* a response without a body */
@@ -306,20 +355,25 @@ static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
   if (!x->verdict || ok) {
     dcr__detail_init(&x->detail);
     /* curl's own message may quote the URL; its code's text never does */
-    dcr__fail(&x->detail, DCR_E_FETCH, "%s", result == CURLE_OK ? "the response ended early"
-              : !x->error[0] || strstr(x->error, "://") ? curl_easy_strerror(result) : x->error);
+    if (x->stalled)
+      dcr__fail(&x->detail, DCR_E_FETCH, "nothing received for %u s", rm->timeout_s);
+    else
+      dcr__fail(&x->detail, DCR_E_FETCH, "%s", result == CURLE_OK ? "the response ended early"
+                : !x->error[0] || strstr(x->error, "://") ? curl_easy_strerror(result) : x->error);
   }
-  if (x->attempts++ >= rm->retries) {
+  if (!transient(result) || x->attempts++ >= rm->retries) {
     dcr_detail d = x->detail;
     size_t n = strlen(d.message);
-    snprintf(d.message + n, sizeof d.message - n, " (after %u attempts)", x->attempts);
+    if (transient(result))
+      snprintf(d.message + n, sizeof d.message - n, " (after %u attempt%s)", x->attempts,
+               x->attempts == 1 ? "" : "s");
     fail(rm, DCR_E_FETCH, &d);
     x->busy = x->first = 0;
     return;
   }
   /* exponential, capped at 5 s, with up to 25% jitter so that a fleet's workers
    * do not come back at the same moment */
-  unsigned ms = dcr__net_backoff_ms << (x->attempts - 1 < 6 ? x->attempts - 1 : 6);
+  unsigned ms = dcr__net_test.backoff_ms << (x->attempts - 1 < 6 ? x->attempts - 1 : 6);
   ms = (ms > 5000 ? 5000 : ms) + (unsigned)rand_r(&rm->seed) % (ms / 4 + 1);
   x->waiting = 1;
   x->not_before = later(ms);
@@ -532,10 +586,7 @@ static int make_remote(dcr__remote **out, const char *url, const dcr_http_option
   pthread_once(&curl_once, curl_start);
   if (curl_ready != CURLE_OK || !(rm->multi = curl_multi_init()))
     return dcr__fail(d, DCR_E_NOMEM, "cannot start libcurl");
-  for (unsigned k = 0; k < rm->inflight; k++) {
-    rm->x[k].rm = rm;
-    if (!(rm->x[k].easy = curl_easy_init())) return dcr__fail(d, DCR_E_NOMEM, "cannot start libcurl");
-  }
+  for (unsigned k = 0; k < rm->inflight; k++) rm->x[k].rm = rm;
   if ((rm->spool = open_spool()) < 0)
     return dcr__fail(d, DCR_E_IO, "cannot create a spool file in TMPDIR: %s", strerror(errno));
   if (pthread_create(&rm->thread, NULL, fetcher, rm))

@@ -46,9 +46,15 @@ enum {
 DCR_HIDDEN int dcr__response_judge(const dcr__response *r, dcr__object *obj, int first,
                                    uint64_t offset, uint64_t length, int *code, dcr_detail *d);
 
-/* The first retry's delay, doubled for each next one: 100 ms; the fuzzer
- * (fuzz/fuzz_http.c) sets 0. */
-DCR_HIDDEN extern unsigned dcr__net_backoff_ms;
+/* For the fuzzer (fuzz/fuzz_http.c): a Unix socket that every connection goes
+ * to instead of the URL's host (NULL: none; no ports, so no TIME-WAIT at
+ * thousands of runs a second), and the first retry's delay, doubled for each next
+ * one (100 ms). */
+typedef struct {
+  const char *unix_socket;
+  unsigned backoff_ms;
+} dcr__net_hooks;
+DCR_HIDDEN extern dcr__net_hooks dcr__net_test;
 
 /* The URL without userinfo, query or fragment, for messages: a presigned URL's
  * query is a secret. */

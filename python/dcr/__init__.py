@@ -30,6 +30,7 @@ from ._bundle import (
     Change,
     Changes,
     ChunkInfo,
+    FetchStats,
     MemberInfo,
     PatchStats,
     Problem,
@@ -43,9 +44,11 @@ from ._errors import (
     ArgumentError,
     BaseMismatchError,
     Cancelled,
+    ChangedError,
     CheckpointError,
     Detail,
     Error,
+    FetchError,
     FormatError,
     IOFailure,
     OutOfMemory,
@@ -64,7 +67,8 @@ __all__ = [
     "Bundle", "BundleInfo", "TensorInfo", "TensorSide", "ChunkInfo", "SectionInfo", "MemberInfo",
     "Problem", "PatchStats", "EncodeStats", "Change", "Changes", "Cancel", "TensorData", "Tensors",
     "Error", "Detail", "ArgumentError", "FormatError", "BaseMismatchError", "TargetMismatchError",
-    "CheckpointError", "Cancelled", "IOFailure", "OutOfMemory", "error_name", "error_message",
+    "CheckpointError", "Cancelled", "IOFailure", "OutOfMemory", "FetchError", "ChangedError",
+    "FetchStats", "error_name", "error_message",
 ]
 
 __version__ = _lib.VERSION_STRING

@@ -201,6 +201,16 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class FetchStats:
+    """What a :class:`Bundle` opened from a URL has fetched so far."""
+
+    bundle_size: int
+    bytes_fetched: int  # body bytes received, retries included
+    requests: int
+    retries: int
+
+
+@dataclass(frozen=True)
 class PatchStats:
     """What :meth:`Bundle.apply_to` or :meth:`Bundle.apply_in_place` did."""
 
@@ -303,6 +313,13 @@ class Bundle(_Closing):
     another :class:`dcr.Error`). Chunk contents are decoded by :meth:`validate`,
     :meth:`verify` and the apply methods.
 
+    ``Bundle("https://...")`` reads a bundle from an HTTP(S) URL (an object store's
+    presigned URL, an origin, a caching relay) by range requests (SPEC.md §21):
+    the footer, manifest, identities and index at once, then the chunks as the
+    apply methods use them, each checked as it arrives; faults are retried. A fetch
+    that fails for good raises :class:`dcr.FetchError`; an object that changes
+    while it is read, :class:`dcr.ChangedError`. See :attr:`fetch_stats`.
+
     Use it as a context manager, or call :meth:`close`, to free it at once. One
     Bundle may be used from several threads: calls on it are serialized.
 
@@ -311,6 +328,12 @@ class Bundle(_Closing):
         max_memory: the reader's memory budget in bytes (0: the library's 1 GiB).
         limits: other ``dcr_limits`` fields to tighten, e.g. ``{"max_tensors": 4096}``.
         threads: threads for decoding chunks; 0 = the CPUs this process may use.
+        headers: for a URL, headers sent with every request, e.g.
+            ``{"Authorization": "Bearer ..."}`` (never shown in errors).
+        http_retries: for a URL, attempts after the first per request (5).
+        http_timeout: for a URL, seconds a transfer may receive nothing before it is
+            retried (30).
+        ca_file: for an https URL, PEM CA certificates (default: the system's).
     """
 
     def __init__(
@@ -320,6 +343,10 @@ class Bundle(_Closing):
         max_memory: int = 0,
         limits: Optional[Mapping[str, int]] = None,
         threads: int = 0,
+        headers: Optional[Mapping[str, str]] = None,
+        http_retries: Optional[int] = None,
+        http_timeout: Optional[int] = None,
+        ca_file: Optional[PathLike] = None,
     ) -> None:
         self._reader = ctypes.c_void_p()
         self._lock = threading.RLock()
@@ -334,7 +361,12 @@ class Bundle(_Closing):
                 raise argument_error(f"unknown limit {k!r}")
             setattr(lim, k, int(v))
         d = _lib.Detail()
-        if isinstance(source, (str, os.PathLike)):
+        if isinstance(source, str) and source.lower().startswith(("http://", "https://")):
+            self.path = source
+            rc = self._open_url(source, lim, d, headers, http_retries, http_timeout, ca_file)
+        elif headers is not None or http_retries is not None or http_timeout is not None or ca_file is not None:
+            raise argument_error("headers, http_retries, http_timeout and ca_file are for a URL")
+        elif isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             rc = L.dcr_reader_open_file(ctypes.byref(self._reader), _path(source), ctypes.byref(lim), ctypes.byref(d))
         else:
@@ -349,6 +381,42 @@ class Bundle(_Closing):
         self._info: Optional[BundleInfo] = None
         self._tensors: Optional[List[TensorInfo]] = None
         self._chunks: Optional[List[ChunkInfo]] = None
+
+    def _open_url(
+        self,
+        url: str,
+        lim: Any,
+        d: Any,
+        headers: Optional[Mapping[str, str]],
+        retries: Optional[int],
+        timeout: Optional[int],
+        ca_file: Optional[PathLike],
+    ) -> int:
+        o = _lib.HttpOptions()
+        L.dcr_http_options_default(ctypes.byref(o))
+        lines = []
+        for k, v in (headers or {}).items():
+            if not k or any(c in k + v for c in "\r\n") or ":" in k:
+                raise argument_error(f"bad header name or value for {k!r}")
+            lines.append(f"{k}: {v}".encode())
+        arr = (ctypes.c_char_p * max(len(lines), 1))(*lines)
+        o.headers, o.header_count = arr, len(lines)
+        if retries is not None:
+            o.retries = retries
+        if timeout is not None:
+            o.timeout_s = timeout
+        if ca_file is not None:
+            o.ca_file = _path(ca_file)
+        return L.dcr_reader_open_url(ctypes.byref(self._reader), url.encode(), ctypes.byref(o), ctypes.byref(lim),
+                                     ctypes.byref(d))
+
+    @property
+    def fetch_stats(self) -> FetchStats:
+        """What has been fetched so far (all zeros for a bundle not opened from a URL)."""
+        with self._lock:
+            s = _lib.FetchStatsC()
+            L.dcr_reader_fetch_stats(self._r(), ctypes.byref(s), ctypes.sizeof(s))
+            return FetchStats(s.bundle_size, s.bytes_fetched, s.requests, s.retries)
 
     # -- lifetime
 

@@ -127,6 +127,16 @@ class OutOfMemory(Error, MemoryError):
     """DCR_E_NOMEM: memory could not be allocated (or a budget was exceeded)."""
 
 
+class FetchError(Error, OSError):
+    """DCR_E_FETCH: a bundle at a URL could not be fetched (after retries), or the
+    server answered with an error; DCR_E_CHANGED (:class:`ChangedError`) is a
+    subclass. Transient: trying again later may succeed."""
+
+
+class ChangedError(FetchError):
+    """DCR_E_CHANGED: the bundle at a URL changed while it was being read."""
+
+
 _BY_CODE: Dict[int, Type[Error]] = {
     1: IOFailure,
     2: OutOfMemory,
@@ -135,6 +145,8 @@ _BY_CODE: Dict[int, Type[Error]] = {
     22: TargetMismatchError,
     23: CheckpointError,
     24: Cancelled,
+    28: FetchError,
+    29: ChangedError,
 }
 for _c in range(4, 21):
     _BY_CODE[_c] = FormatError

@@ -287,6 +287,34 @@ class CheckpointSummaryC(Structure):
     ]
 
 
+class HttpOptions(Structure):
+    """dcr_http_options."""
+
+    _fields_ = [
+        ("headers", POINTER(c_char_p)),
+        ("header_count", c_size_t),
+        ("retries", c_uint),
+        ("timeout_s", c_uint),
+        ("inflight", c_uint),
+        ("ca_file", c_char_p),
+        ("whole", c_int),
+        ("reserved32_", c_uint32),
+        ("reserved_", c_uint64 * 7),
+    ]
+
+
+class FetchStatsC(Structure):
+    """dcr_fetch_stats."""
+
+    _fields_ = [
+        ("bundle_size", c_uint64),
+        ("bytes_fetched", c_uint64),
+        ("requests", c_uint64),
+        ("retries", c_uint64),
+        ("reserved_", c_uint64 * 4),
+    ]
+
+
 # The C name of each mirrored struct, for the layout test (tests/test_abi.py).
 STRUCTS = {
     "dcr_detail": Detail,
@@ -305,6 +333,8 @@ STRUCTS = {
     "dcr_buffer": BufferC,
     "dcr_change": ChangeC,
     "dcr_checkpoint_summary": CheckpointSummaryC,
+    "dcr_http_options": HttpOptions,
+    "dcr_fetch_stats": FetchStatsC,
 }
 
 RESOLVE_FN = CFUNCTYPE(c_int, c_void_p, c_uint64, POINTER(TensorInfoC), POINTER(BufferC))
@@ -373,6 +403,9 @@ _F = [
     ),
     ("dcr_reader_open_file", c_int, [POINTER(c_void_p), c_char_p, POINTER(Limits), POINTER(Detail)]),
     ("dcr_reader_open_memory", c_int, [POINTER(c_void_p), c_void_p, c_size_t, POINTER(Limits), POINTER(Detail)]),
+    ("dcr_http_options_default", None, [POINTER(HttpOptions)]),
+    ("dcr_reader_open_url", c_int, [POINTER(c_void_p), c_char_p, POINTER(HttpOptions), POINTER(Limits), POINTER(Detail)]),
+    ("dcr_reader_fetch_stats", None, [c_void_p, POINTER(FetchStatsC), c_size_t]),
     ("dcr_reader_free", None, [c_void_p]),
     ("dcr_reader_info", None, [c_void_p, POINTER(BundleInfoC)]),
     ("dcr_reader_tensor", None, [c_void_p, c_uint64, POINTER(TensorInfoC)]),
