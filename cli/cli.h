@@ -65,6 +65,9 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
   "      --cacert FILE  PEM CA certificates for HTTPS (default: the system's)\n"
 /* Handles an HTTP option (exits on a bad value); returns 1 if opt was one. */
 int cli_http_option(const char *command, int opt);
+/* URLs are read whole at open, every section in file order, as a file is: for a
+ * validator, whose stages and codes are then exactly those of a file. */
+void cli_http_read_whole(void);
 int cli_is_url(const char *path);
 /* path, or a URL as it may be shown: scheme://host/path, no query or userinfo. */
 const char *cli_shown(const char *path, char *buf, size_t capacity);

@@ -103,6 +103,7 @@ int cmd_validate(int argc, char **argv) {
   if (target) target = cli_checkpoint_path(target, target_dir, sizeof target_dir);
   if ((base && cli_check_checkpoint(base)) || (target && cli_check_checkpoint(target))) return CLI_USAGE;
   char shown[256];
+  cli_http_read_whole();
   report rp = {json, common.quiet, CLI_OK, json_array(), cli_shown(argv[optind], shown, sizeof shown),
                "structure"};
   dcr_reader *r = NULL;

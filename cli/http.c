@@ -18,6 +18,8 @@ static const char *headers[MAX_HEADERS];
 static size_t header_count;
 static dcr_http_options options = {.retries = 5, .timeout_s = 30, .inflight = 4};
 
+void cli_http_read_whole(void) { options.whole = 1; }
+
 int cli_http_option(const char *command, int opt) {
   uint64_t v;
   switch (opt) {

@@ -559,6 +559,8 @@ int dcr__reader_open_ops(dcr_reader **out, const dcr__source_ops *ops, void *ctx
   if (!r) return ops->close(ctx), dcr__fail(d, DCR_E_NOMEM, "cannot allocate a reader");
   r->src = (dcr__source){.fd = -1, .size = size, .ops = ops, .ctx = ctx};
   snprintf(r->path, sizeof r->path, "%s", name);
+  if (whole) /* every byte will be read: fetched ahead, in large pieces */
+    ops->plan(ctx, &(dcr__range){0, size}, 1);
   int rc = whole ? open_source(r, lim, d) : open_random(r, lim, d);
   if (rc && !whole) rc = dcr__confirm_by_walk(r, rc, d);
   if (!rc) dcr__chunk_plan(r);

@@ -160,6 +160,18 @@ t_inspect() {
   local n; n=$(jget o 'j["bundle_size"]' 2>/dev/null)
   [ "$n" = "$BSIZE" ] || fail "inspect --json URL: bundle_size $n, the bundle has $BSIZE"
 }
+# a signed bundle over HTTP: the signature checked before anything is written
+t_signed() {
+  "$DCR" keygen trainer >/dev/null 2>&1 && cp step.dcr www/signed.dcr &&
+    "$DCR" sign www/signed.dcr --key trainer.key --base base.st --target target.st -q ||
+    { fail "could not sign a bundle"; return; }
+  run apply base.st "http://127.0.0.1:$OPORT/signed.dcr" -o out.st --require-signature trainer.pub
+  want_rc 0 "a signed bundle from a URL, --require-signature"; same out.st "signed"
+  rm -f out.st
+  run apply base.st "$U" -o od/out.st --require-signature trainer.pub
+  want_rc 1 "an unsigned bundle from a URL, --require-signature"
+  has e DCR_E_SIGNATURE "an unsigned bundle from a URL"; nothing od "unsigned"
+}
 t_query() {
   run apply base.st "$U?X-Amz-Signature=secret&X-Amz-Credential=cred" -o out.st -v
   want_rc 0 "a URL with a query string"; same out.st "query string"
@@ -183,6 +195,7 @@ tcase "origin: --verify chunk|none|full" t_verify
 tcase "origin: --in-place, twice" t_inplace
 tcase "origin: validate URL (with --base/--target; a wrong base)" t_validate
 tcase "origin: inspect URL shows the bundle and its size" t_inspect
+tcase "origin: --require-signature on a URL" t_signed
 tcase "origin: query string and userinfo never printed (success and 404)" t_query
 
 # ---------------------------------------------------------------------------

@@ -136,7 +136,7 @@ static int collect(void *opaque, const dcr_detail *d) {
 
 static int memory_read(void *ctx, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d) {
   (void)d;
-  memcpy(out, (const uint8_t *)ctx + offset, length);
+  if (length) memcpy(out, (const uint8_t *)ctx + offset, length); /* ctx: NULL for an empty file */
   return DCR_OK;
 }
 static void memory_plan(void *ctx, const dcr__range *ranges, size_t count) {
