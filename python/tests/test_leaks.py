@@ -102,10 +102,16 @@ def test_the_measurement_catches_a_leak(setup):
         assert _lib.lib.dcr_reader_open_memory(ctypes.byref(r), buf, len(data), None, ctypes.byref(d)) == 0
         leaked.append(r.value)  # the pointer only: the reader is never freed
 
-    growth, _ = grows(cycle, warm=10)
+    growth, heap_growth = grows(cycle, warm=10)
     for p in leaked:
         _lib.lib.dcr_reader_free(ctypes.c_void_p(p))
-    assert growth >= BOUND, f"a leaked reader a cycle grew only {growth} bytes"
+    # A reader is a few KiB (its section table grows with the sections found), which
+    # memory freed by earlier tests can absorb without the resident set growing:
+    # the malloc'd bytes show it, where glibc can say.
+    if _mallinfo2:
+        assert heap_growth >= HEAP_BOUND, f"a leaked reader a cycle grew malloc'd bytes by only {heap_growth}"
+    else:
+        assert growth >= BOUND, f"a leaked reader a cycle grew only {growth} bytes"
 
 
 @pytest.mark.skipif(_mallinfo2 is None, reason="no mallinfo2 (glibc 2.33+)")
