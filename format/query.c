@@ -54,6 +54,7 @@ void dcr_reader_tensor(const dcr_reader *r, uint64_t i, dcr_tensor_info *t) {
   dcr__tensor_side(&t->target, &e->target, (e->presence & DCR__HAS_TARGET) != 0);
   t->delta_coded = dcr__entry_delta_coded(e);
   t->resized = e->resized;
+  t->selected = dcr__selected(r, i);
 }
 
 void dcr_reader_chunk(const dcr_reader *r, uint64_t i, dcr_chunk_info *c) {

@@ -320,7 +320,9 @@ typedef struct {
   int delta_coded;  /* 1 if coded against the base bytes, 0 against zeros */
   int resized;      /* 1 if coded against the base bytes over the common prefix
                        (format 1.1, SPEC.md §6.5): it grows or shrinks */
-  uint64_t reserved_[4];
+  int selected;     /* 1 unless dcr_reader_select_tensors left the tensor out */
+  uint32_t reserved32_;
+  uint64_t reserved_[3];
 } dcr_tensor_info;
 
 /* i < info.entry_count; pointers stay valid while the reader lives. */
@@ -394,7 +396,7 @@ DCR_API int dcr_reader_verify(dcr_reader *reader, dcr_detail *detail);
  * (dcr_apply, dcr_apply_to, dcr_check_target, dcr_patch_file) then fail with
  * DCR_E_ARGUMENT. A pattern that matches no tensor is DCR_E_ARGUMENT and leaves
  * the selection as it was; count 0 selects every tensor again. *matched (may be
- * NULL): the number of tensors selected. */
+ * NULL): the number of tensors selected; dcr_tensor_info.selected says which. */
 DCR_API int dcr_reader_select_tensors(dcr_reader *reader, const char *const *patterns,
                                       size_t count, uint64_t *matched, dcr_detail *detail);
 

@@ -107,6 +107,7 @@ class TensorInfo:
     delta_coded: bool  # coded against the base bytes, patched in place
     resized: bool  # coded against the base over the common prefix (format 1.1)
     changed_chunks: int  # chunks the bundle carries for it
+    selected: bool = True  # False if Bundle.select left it out
 
     @property
     def status(self) -> str:
@@ -410,6 +411,25 @@ class Bundle(_Closing):
         return L.dcr_reader_open_url(ctypes.byref(self._reader), url.encode(), ctypes.byref(o), ctypes.byref(lim),
                                      ctypes.byref(d))
 
+    def select(self, *patterns: str) -> int:
+        """Restricts the bundle to the tensors whose names match one of the
+        patterns (fnmatch(3): ``*`` matches dots too), for a worker that holds a
+        slice of the model: :meth:`apply_to` then patches those only (the mapping
+        needs no others), :meth:`verify` and :meth:`changes` see their chunks only,
+        and a bundle opened from a URL fetches their chunks only. ``"full"``
+        verification checks each selected tensor's hashes, not the state ids.
+        :meth:`apply_file`, :meth:`apply_in_place` and :meth:`check_target` need
+        every tensor and raise :class:`dcr.ArgumentError`. No pattern selects all
+        tensors again. Returns how many are selected; a pattern that matches none
+        raises :class:`dcr.ArgumentError` and changes nothing."""
+        with self._lock:
+            arr = (ctypes.c_char_p * max(len(patterns), 1))(*(p.encode() for p in patterns))
+            n = ctypes.c_uint64()
+            d = _lib.Detail()
+            check(L.dcr_reader_select_tensors(self._r(), arr, len(patterns), ctypes.byref(n), ctypes.byref(d)), d)
+            self._tensors = None
+            return n.value
+
     @property
     def fetch_stats(self) -> FetchStats:
         """What has been fetched so far (all zeros for a bundle not opened from a URL)."""
@@ -490,7 +510,7 @@ class Bundle(_Closing):
                 L.dcr_reader_tensor(r, i, ctypes.byref(t))
                 out.append(
                     TensorInfo(i, _str(t.name, t.name_length), self._side(t.base), self._side(t.target),
-                               bool(t.delta_coded), bool(t.resized), counts.get(i, 0))
+                               bool(t.delta_coded), bool(t.resized), counts.get(i, 0), bool(t.selected))
                 )
             self._tensors = out
         return self._tensors
@@ -785,6 +805,8 @@ class Bundle(_Closing):
             removed: List[str] = []
             mutable = isinstance(tensors, MutableMapping)
             for t in entries:
+                if not t.selected:  # left out by select(): not resolved, not patched
+                    continue
                 name = t.name
                 obj = tensors.get(name)
                 if t.target is None:  # removed: its bytes are hashed under "full"
@@ -873,14 +895,14 @@ class Bundle(_Closing):
                         (replaced if name in tensors else added).append(name)
                         tensors[name] = arr  # type: ignore[index]
                 for t in entries:  # same bytes, new shape: a view of the new shape
-                    if t.status == "reshaped" and t.name in tensors:
+                    if t.selected and t.status == "reshaped" and t.name in tensors:
                         obj = tensors[t.name]
                         if hasattr(obj, "reshape") and tuple(getattr(obj, "shape", ())) != t.target.shape:
                             tensors[t.name] = obj.reshape(t.target.shape)  # type: ignore[index,union-attr]
                             reshaped.append(t.name)
                 if isinstance(dtypes, dict):
                     for t in entries:
-                        if t.target is not None and t.name in tensors:
+                        if t.selected and t.target is not None and t.name in tensors:
                             dtypes[t.name] = t.target.dtype
                 for name in removed:
                     del tensors[name]  # type: ignore[attr-defined]

@@ -174,7 +174,9 @@ class TensorInfoC(Structure):
         ("target", TensorSideC),
         ("delta_coded", c_int),
         ("resized", c_int),
-        ("reserved_", c_uint64 * 4),
+        ("selected", c_int),
+        ("reserved32_", c_uint32),
+        ("reserved_", c_uint64 * 3),
     ]
 
 
@@ -406,6 +408,7 @@ _F = [
     ("dcr_http_options_default", None, [POINTER(HttpOptions)]),
     ("dcr_reader_open_url", c_int, [POINTER(c_void_p), c_char_p, POINTER(HttpOptions), POINTER(Limits), POINTER(Detail)]),
     ("dcr_reader_fetch_stats", None, [c_void_p, POINTER(FetchStatsC), c_size_t]),
+    ("dcr_reader_select_tensors", c_int, [c_void_p, POINTER(c_char_p), c_size_t, POINTER(c_uint64), POINTER(Detail)]),
     ("dcr_reader_free", None, [c_void_p]),
     ("dcr_reader_info", None, [c_void_p, POINTER(BundleInfoC)]),
     ("dcr_reader_tensor", None, [c_void_p, c_uint64, POINTER(TensorInfoC)]),

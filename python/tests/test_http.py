@@ -114,3 +114,27 @@ def test_changed_object(server):
 def test_url_options_need_a_url(pair):
     with pytest.raises(dcr.ArgumentError):
         dcr.Bundle(pair[2], headers={"A": "b"})
+
+
+def test_select_fetches_a_slice(server):
+    """A tensor-parallel worker: two tensors patched from a URL, the rest of the
+    bundle never fetched."""
+    url, base, target = server
+    full = dcr.load_safetensors(base)
+    want = dcr.load_safetensors(target)
+    with dcr.Bundle(url + "/s.dcr") as b:
+        names = [t.name for t in b.tensors if t.changed_chunks][:2]
+        assert b.select(*names) == 2
+        assert [t.name for t in b.tensors if t.selected] == names
+        mine = {n: full[n].copy() for n in names}
+        stats = b.apply_to(mine, verify="full")
+        assert stats.chunks_patched == sum(t.changed_chunks for t in b.tensors if t.selected)
+        fetched = b.fetch_stats
+        with pytest.raises(dcr.ArgumentError):
+            b.check_target(target)
+        with pytest.raises(dcr.ArgumentError):
+            b.select("no-such-tensor*")
+        assert b.select() == len(b.tensors)
+    assert fetched.bytes_fetched < fetched.bundle_size
+    for n in names:
+        assert np.array_equal(mine[n].view(np.uint8), np.asarray(want[n]).view(np.uint8)), n
