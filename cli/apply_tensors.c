@@ -16,7 +16,6 @@
 typedef struct {
   const char *base;
   dcr_checkpoint *ck;
-  uint64_t prefix; /* BASE's data region starts here */
   int fd;
   void **bufs;     /* per manifest entry: the tensor as patched, NULL if not selected */
   int code;        /* why the resolver refused, with detail */
@@ -35,29 +34,22 @@ static int refuse(slice *s, int code, const dcr_tensor_info *t, const char *why)
 
 /* BASE's tensor of that name: dtype, shape and length as the bundle's base. */
 static int read_base(slice *s, const dcr_tensor_info *t, void *into) {
-  dcr_checkpoint_summary info;
-  dcr_checkpoint_info(s->ck, &info);
-  for (uint64_t i = 0; i < info.tensor_count; i++) {
-    dcr_tensor_side side;
-    const char *name;
-    size_t n;
-    dcr_checkpoint_tensor(s->ck, i, &side, &name, &n);
-    if (n != t->name_length || memcmp(name, t->name, n)) continue;
-    if (side.dtype != t->base.dtype || side.rank != t->base.rank ||
-        side.byte_length != t->base.byte_length ||
-        (side.rank && memcmp(side.dims, t->base.dims, side.rank * sizeof *side.dims)))
-      return refuse(s, DCR_E_BASE_MISMATCH, t, "BASE's tensor has another dtype or shape than "
-                                               "the bundle's base");
-    for (uint64_t done = 0; done < side.byte_length;) {
-      ssize_t r = pread(s->fd, (char *)into + done, side.byte_length - done,
-                        (off_t)(s->prefix + side.offset + done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return refuse(s, DCR_E_IO, t, "cannot read the tensor from BASE");
-      done += (uint64_t)r;
-    }
-    return 0;
+  dcr_tensor_side side;
+  uint64_t at;
+  if (cli_checkpoint_find(s->ck, t->name, t->name_length, &side, &at))
+    return refuse(s, DCR_E_BASE_MISMATCH, t, "BASE has no such tensor");
+  if (side.dtype != t->base.dtype || side.rank != t->base.rank ||
+      side.byte_length != t->base.byte_length ||
+      (side.rank && memcmp(side.dims, t->base.dims, side.rank * sizeof *side.dims)))
+    return refuse(s, DCR_E_BASE_MISMATCH, t, "BASE's tensor has another dtype or shape than "
+                                             "the bundle's base");
+  for (uint64_t done = 0; done < side.byte_length;) {
+    ssize_t r = pread(s->fd, (char *)into + done, side.byte_length - done, (off_t)(at + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return refuse(s, DCR_E_IO, t, "cannot read the tensor from BASE");
+    done += (uint64_t)r;
   }
-  return refuse(s, DCR_E_BASE_MISMATCH, t, "BASE has no such tensor");
+  return 0;
 }
 
 /* Called for the selected entries only. */
@@ -134,9 +126,6 @@ int cli_apply_tensors(dcr_reader *r, const char *bundle, const char *base, const
   if (err) return free(s.bufs), cli_report(bundle, err, &d), cli_exit_code(err);
   err = dcr_checkpoint_open(&s.ck, base, DCR_KIND_SAFETENSORS, &cli_limits, &d);
   if (!err) {
-    dcr_checkpoint_summary ci;
-    dcr_checkpoint_info(s.ck, &ci);
-    s.prefix = ci.prefix_length;
     if ((s.fd = open(base, O_RDONLY | O_CLOEXEC)) < 0) {
       memset(&d, 0, sizeof d);
       d.offset = d.tensor = d.chunk = DCR_NONE;

@@ -181,6 +181,10 @@ const char *cli_kind_name(int kind);
 /* The kind of a checkpoint path: a set if it is a directory, else raw or safetensors. */
 int cli_checkpoint_kind(const char *path, int raw);
 
+/* The tensor of ck named name[0..n), its file offset (prefix included) in
+ * *at; 0 if found, -1 if not. */
+int cli_checkpoint_find(const dcr_checkpoint *ck, const char *name, size_t n, dcr_tensor_side *side,
+                        uint64_t *at);
 /* Opens a bundle from a path, "-" (read whole into memory) or a URL (cli_open_url). */
 int cli_open_bundle(const char *path, dcr_reader **reader, void **memory, dcr_detail *d);
 

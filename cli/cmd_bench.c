@@ -210,20 +210,12 @@ typedef struct {
 static int resolve_held(void *opaque, uint64_t entry, const dcr_tensor_info *t, dcr_buffer *b) {
   (void)entry;
   held *h = opaque;
-  dcr_checkpoint_summary cs;
-  dcr_checkpoint_info(h->ck, &cs);
-  for (uint64_t i = 0; i < cs.tensor_count; i++) {
-    dcr_tensor_side side;
-    const char *name;
-    size_t len;
-    dcr_checkpoint_tensor(h->ck, i, &side, &name, &len);
-    if (len == t->name_length && !memcmp(name, t->name, len)) {
-      b->data = h->data + cs.prefix_length + side.offset;
-      b->size = side.byte_length;
-      return 0;
-    }
-  }
-  return 1;
+  dcr_tensor_side side;
+  uint64_t at;
+  if (cli_checkpoint_find(h->ck, t->name, t->name_length, &side, &at)) return 1;
+  b->data = h->data + at;
+  b->size = side.byte_length;
+  return 0;
 }
 
 static int read_all(const char *path, uint8_t **out, size_t *size) {

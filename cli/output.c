@@ -134,6 +134,19 @@ const char *cli_kind_name(int kind) {
   return kind == DCR_KIND_RAW ? "raw" : kind == DCR_KIND_SET ? "set" : "safetensors";
 }
 
+int cli_checkpoint_find(const dcr_checkpoint *ck, const char *name, size_t n, dcr_tensor_side *side,
+                        uint64_t *at) {
+  dcr_checkpoint_summary cs;
+  dcr_checkpoint_info(ck, &cs);
+  for (uint64_t i = 0; i < cs.tensor_count; i++) {
+    const char *p;
+    size_t len;
+    dcr_checkpoint_tensor(ck, i, side, &p, &len);
+    if (len == n && !memcmp(p, name, n)) return *at = cs.prefix_length + side->offset, 0;
+  }
+  return -1;
+}
+
 int cli_checkpoint_kind(const char *path, int raw) {
   struct stat st;
   if (!stat(path, &st) && S_ISDIR(st.st_mode)) return DCR_KIND_SET;

@@ -240,7 +240,7 @@ static int start(dcr__remote *rm, xfer *x) {
              (unsigned long long)(x->offset + x->length - 1));
   curl_slist_free_all(x->headers);
   x->headers = curl_slist_append(NULL, line);
-  /* R-RAN-5: the object must be the one the first response described */
+  /* R-RAN-7: the object must be the one the first response described */
   if (!x->first && rm->obj.etag[0] && strncmp(rm->obj.etag, "W/", 2)) {
     char m[16 + DCR__VALIDATOR_MAX];
     snprintf(m, sizeof m, "If-Match: %s", rm->obj.etag);

@@ -90,8 +90,13 @@ void dcr__response_header(dcr__response *r, const char *line, size_t length) {
   }
 }
 
-/* Every response must describe the object the first one did (R-RAN-5). */
-static int same_object(const dcr__response *r, const dcr__object *obj, dcr_detail *d) {
+/* Every response must describe the object the first one did (R-RAN-7): its
+ * size (what a 200 says it is, or a 206's total), then its validators. */
+static int same_object(const dcr__response *r, const dcr__object *obj, uint64_t size,
+                       dcr_detail *d) {
+  if (size != obj->size)
+    return dcr__fail(d, DCR_E_CHANGED, "the object's size changed from %llu to %llu",
+                     (unsigned long long)obj->size, (unsigned long long)size);
   if (obj->etag[0] && strcmp(r->etag, obj->etag))
     return dcr__fail(d, DCR_E_CHANGED, "the ETag changed from %.60s to %.60s", obj->etag,
                      r->etag[0] ? r->etag : "none");
@@ -129,17 +134,10 @@ int dcr__response_judge(const dcr__response *r, dcr__object *obj, int first, uin
     if (r->has_range || !r->has_length)
       return dcr__fail(d, DCR_E_FETCH, "a 200 response %s", r->has_range ? "with a Content-Range"
                        : "without a Content-Length"), DCR__RESP_FAIL;
-    if (first) {
+    if (first)
       obj->size = r->length;
-    } else {
-      if (r->length != obj->size) {
-        *code = DCR_E_CHANGED;
-        return dcr__fail(d, DCR_E_CHANGED, "the object's size changed from %llu to %llu",
-                         (unsigned long long)obj->size, (unsigned long long)r->length),
-               DCR__RESP_FAIL;
-      }
-      if (same_object(r, obj, d)) return *code = DCR_E_CHANGED, DCR__RESP_FAIL;
-    }
+    else if (same_object(r, obj, r->length, d))
+      return *code = DCR_E_CHANGED, DCR__RESP_FAIL;
   } else {
     if (!r->has_range || !r->total_known)
       return dcr__fail(d, DCR_E_FETCH, "a 206 response without a Content-Range of known size"),
@@ -153,13 +151,7 @@ int dcr__response_judge(const dcr__response *r, dcr__object *obj, int first, uin
                DCR__RESP_FAIL;
       obj->size = r->total;
     } else {
-      if (r->total != obj->size) {
-        *code = DCR_E_CHANGED;
-        return dcr__fail(d, DCR_E_CHANGED, "the object's size changed from %llu to %llu",
-                         (unsigned long long)obj->size, (unsigned long long)r->total),
-               DCR__RESP_FAIL;
-      }
-      if (same_object(r, obj, d)) return *code = DCR_E_CHANGED, DCR__RESP_FAIL;
+      if (same_object(r, obj, r->total, d)) return *code = DCR_E_CHANGED, DCR__RESP_FAIL;
       if (r->first != offset || r->last - r->first + 1 != length)
         return dcr__fail(d, DCR_E_FETCH, "asked for bytes %llu-%llu, sent %llu-%llu",
                          (unsigned long long)offset, (unsigned long long)(offset + length - 1),
