@@ -34,6 +34,11 @@ static const char usage[] =
     "                       through a crash-safe journal (CKPT.dcr-journal); a run\n"
     "                       that finds a journal left by a crash finishes it first.\n"
     "                       Needs the target's layout to be the base's\n"
+    "      --salvage        in place: finish a checkpoint that a crash left part\n"
+    "                       written and whose journal is damaged, from the bundle that\n"
+    "                       was being applied: each changed chunk must still be its\n"
+    "                       base's or already its target's; checked in full before a\n"
+    "                       byte is written (SPEC.md 18.4)\n"
     "      --verify LEVEL   in-place and series steps: full (default: every tensor\n"
     "                       hash, reads the whole checkpoint), chunk (checksums of\n"
     "                       the changed chunks only), none (trusted: one chunk is\n"
@@ -64,7 +69,7 @@ typedef struct {
 
 typedef struct {
   bundle *b;
-  int n, verify, sync, quiet, json;
+  int n, verify, sync, quiet, json, salvage;
   uint64_t max_size; /* of the target; 0: no cap */
   unsigned threads;
   cli_progress_state progress;
@@ -141,7 +146,9 @@ static void print_done(const job *j, const char *path, const char *mode, int app
                           (json_int_t)info.target_size, "target_state", state, "verify",
                           !strcmp(mode, "copy") && j->n == 1 ? "full" : levels[j->verify]);
   if (st)
-    json_object_update_new(doc, json_pack("{s:b, s:b, s:I, s:I, s:I}", "recovered", st->recovered,
+    json_object_update_new(doc, json_pack("{s:b, s:b, s:b, s:b, s:I, s:I, s:I}", "recovered",
+                                          st->recovered, "journal_discarded",
+                                          st->journal_discarded, "salvaged", st->salvaged,
                                           "already_target", st->already_target, "chunks_patched",
                                           (json_int_t)st->chunks_patched, "bytes_written",
                                           (json_int_t)st->bytes_written, "journal_bytes",
@@ -149,9 +156,33 @@ static void print_done(const job *j, const char *path, const char *mode, int app
   cli_print_json(doc);
 }
 
+/* A journal kept because it cannot be replayed and the checkpoint is not whole
+ * (SPEC.md §18.4, R-JNL-4): the two ways out. A journal that is not one this
+ * reader may judge (not a journal, a newer version) has the offset of what is
+ * wrong in it, and no way out but a person's. */
+static void journal_hint(const job *j, const char *ckpt, const dcr_detail *d) {
+  if (d->offset != DCR_NONE) {
+    fprintf(stderr, "  %s.dcr-journal is not a journal this version of dcr can finish; it is "
+            "left as it is\n", ckpt);
+    return;
+  }
+  fprintf(stderr, "  Nothing was changed, and the journal is kept. To finish %s:\n"
+          "   - with the bundle that was being applied, if the crash tore no chunk:\n"
+          "       dcr apply --in-place --salvage %s %s\n"
+          "     (each changed chunk must still be its base's or already its target's; the\n"
+          "     result is checked in full before a byte is written)\n"
+          "   - or put a copy of its base or its target in its place and run again: a whole\n"
+          "     checkpoint lets the journal go\n", ckpt, ckpt, j->b[0].path);
+}
+
 static int report(const job *j, const char *input, int i, int err, const dcr_detail *d) {
   cli_report(j->b[i].path, err, d);
   if (err == DCR_E_BASE_MISMATCH) cli_explain_mismatch(j->b[i].r, input, err);
+  if (err == DCR_E_JOURNAL) journal_hint(j, input, d);
+  if (err == DCR_E_BASE_MISMATCH && j->salvage)
+    fprintf(stderr, "  (--salvage: a chunk of %s is neither the bundle's base nor its target: "
+            "torn by the crash, or another file; put a copy of its base or target in its place)\n",
+            input);
   return cli_exit_code(err);
 }
 
@@ -163,6 +194,7 @@ static int patch_one(job *j, int i, const char *path, dcr_patch_stats *st) {
     dcr_patch_set_verify(p, j->verify);
     dcr_patch_set_threads(p, j->threads);
     dcr_patch_set_sync(p, j->sync);
+    dcr_patch_set_salvage(p, j->salvage);
     dcr_patch_set_cancel(p, &cli_interrupted);
     if (j->common.progress) dcr_patch_set_progress(p, cli_progress, &j->progress);
     err = dcr_patch_file(p, path, &d);
@@ -173,9 +205,41 @@ static int patch_one(job *j, int i, const char *path, dcr_patch_stats *st) {
   return err ? report(j, path, i, err, &d) : CLI_OK;
 }
 
+static void add_stats(dcr_patch_stats *total, const dcr_patch_stats *st) {
+  total->recovered |= st->recovered;
+  total->journal_discarded |= st->journal_discarded;
+  total->salvaged |= st->salvaged;
+  total->already_target += st->already_target;
+  total->chunks_patched += st->chunks_patched;
+  total->bytes_written += st->bytes_written;
+  if (st->journal_bytes > total->journal_bytes) total->journal_bytes = st->journal_bytes;
+}
+
+/* --salvage on a series whose file is no state of it: part written by one of its
+ * bundles, found by trying each (a bundle it is not fails its checks, changing
+ * nothing). Returns the bundle after the one that finished it, or -1. */
+static int salvage_series(job *j, const char *path, dcr_patch_stats *total) {
+  for (int i = 0; i < j->n; i++) {
+    dcr_patch *p;
+    dcr_patch_stats st;
+    dcr_detail d;
+    if (dcr_patch_create(&p, j->b[i].r, &d)) return -1;
+    dcr_patch_set_threads(p, j->threads);
+    dcr_patch_set_sync(p, j->sync);
+    dcr_patch_set_salvage(p, 1);
+    dcr_patch_set_cancel(p, &cli_interrupted);
+    int err = dcr_patch_file(p, path, &d);
+    dcr_patch_stats_get(p, &st, sizeof st);
+    dcr_patch_free(p);
+    if (!err) return add_stats(total, &st), i + 1;
+    if (err != DCR_E_BASE_MISMATCH) return report(j, path, i, err, &d), -1;
+  }
+  return -1;
+}
+
 /* Where a series resumes: the bundle whose base is the checkpoint's state, after a
  * run that stopped part way (or j->n when it is at the last target). */
-static int find_start(const job *j, const char *path, int *start) {
+static int find_start(job *j, const char *path, int *start, dcr_patch_stats *total) {
   dcr_bundle_info first;
   dcr_reader_info(j->b[0].r, &first);
   dcr_checkpoint *ck;
@@ -191,51 +255,79 @@ static int find_start(const job *j, const char *path, int *start) {
     if (!memcmp(info.base_state, state, 16)) return *start = i, CLI_OK;
     if (i == j->n - 1 && !memcmp(info.target_state, state, 16)) return *start = j->n, CLI_OK;
   }
+  if (j->salvage && (*start = salvage_series(j, path, total)) >= 0) return CLI_OK;
   char has[33], want[33];
   cli_hex(state, 16, has);
   cli_hex(first.base_state, 16, want);
   fprintf(stderr, "dcr: %s: DCR_E_BASE_MISMATCH: its state %s is not the base of any bundle of "
-          "the series (the first applies to %s)\n", path, has, want);
+          "the series (the first applies to %s)%s\n", path, has, want,
+          j->salvage ? ", and no bundle of it salvages it" : "");
   return CLI_INVALID;
 }
 
-static int run_in_place(job *j, const char *ckpt) {
-  int start = 0, rc = CLI_OK, recovered = 0;
-  dcr_patch_stats st = {0}, total = {0};
-  if (j->n > 1) {
-    /* A series finishes a journal of whichever bundle was interrupted before it
-     * looks for where it stands. */
-    dcr_detail d;
-    int err = dcr_journal_recover(ckpt, j->sync, &recovered, &d);
-    if (err) return cli_report(ckpt, err, &d), cli_exit_code(err);
-    if ((rc = find_start(j, ckpt, &start))) return rc;
+/* Recovers CKPT's journal before a series looks for where it stands: every state
+ * of the series proves the file whole (R-JNL-4). */
+static int recover_series(job *j, const char *ckpt, dcr_patch_stats *total) {
+  uint8_t(*states)[16] = calloc(2 * (size_t)j->n, 16);
+  if (!states) return fprintf(stderr, "dcr: DCR_E_NOMEM: out of memory\n"), CLI_IO;
+  for (int i = 0; i < j->n; i++) {
+    dcr_bundle_info info;
+    dcr_reader_info(j->b[i].r, &info);
+    memcpy(states[2 * i], info.base_state, 16);
+    memcpy(states[2 * i + 1], info.target_state, 16);
   }
+  dcr_detail d;
+  int outcome, err = dcr_journal_recover_known(ckpt, j->sync, (const uint8_t(*)[16])states,
+                                               2 * (size_t)j->n, &outcome, &d);
+  free(states);
+  total->recovered = outcome == DCR_JOURNAL_REPLAYED;
+  total->journal_discarded = outcome == DCR_JOURNAL_DISCARDED;
+  /* --salvage supersedes a journal that cannot be replayed: the bundle it was for
+   * is found by the patches below, each of which tries it */
+  if (err == DCR_E_JOURNAL && j->salvage) return CLI_OK;
+  if (err) return cli_report(ckpt, err, &d), err == DCR_E_JOURNAL ? journal_hint(j, ckpt, &d) : (void)0,
+                  cli_exit_code(err);
+  return CLI_OK;
+}
+
+static int run_in_place(job *j, const char *ckpt) {
+  int start = 0, rc = CLI_OK;
+  dcr_patch_stats st = {0}, total = {0};
+  /* A series finishes a journal of whichever bundle was interrupted before it
+   * looks for where it stands. */
+  if (j->n > 1 && ((rc = recover_series(j, ckpt, &total)) || (rc = find_start(j, ckpt, &start, &total))))
+    return rc;
   for (int i = start; i < j->n && !rc; i++) {
     rc = patch_one(j, i, ckpt, &st);
-    total.recovered |= st.recovered;
-    total.already_target += st.already_target;
-    total.chunks_patched += st.chunks_patched;
-    total.bytes_written += st.bytes_written;
-    if (st.journal_bytes > total.journal_bytes) total.journal_bytes = st.journal_bytes;
+    add_stats(&total, &st);
   }
   if (!rc && j->json) {
-    total.recovered |= recovered;
     total.already_target = start == j->n || (j->n - start == 1 && total.already_target);
     print_done(j, ckpt, "in-place", j->n - start, &total);
   }
-  if (rc || j->quiet || j->json) return rc;
+  if (rc || j->json) return rc;
   char a[32], b[32];
-  if (recovered || total.recovered)
+  /* Said even with --quiet: a journal went, and an operator must be able to know. */
+  if (total.journal_discarded)
+    fprintf(stderr, "%s: removed a journal that could not be replayed (damaged or cut short): %s\n",
+            ckpt, total.salvaged ? "the salvage's own journal took its place"
+                                 : "the checkpoint was a whole state, the base or target of a bundle");
+  if (j->quiet) return rc;
+  if (total.recovered)
     fprintf(stderr, "%s: finished an apply that had been interrupted (from its journal)\n", ckpt);
+  if (total.salvaged)
+    fprintf(stderr, "%s: salvaged: the chunks a crash left at their base were applied, and the "
+            "result checked in full\n", ckpt);
   if (start == j->n || (j->n - start == 1 && total.already_target)) {
-    if (!recovered && !total.recovered) fprintf(stderr, "%s: already at the target; nothing to do\n", ckpt);
+    if (!total.recovered && !total.salvaged)
+      fprintf(stderr, "%s: already at the target; nothing to do\n", ckpt);
   }
   else
     fprintf(stderr, "%s: patched in place (%d bundle%s, %llu chunks, %s written, journal %s), "
             "target state %s\n", ckpt, j->n - start, j->n - start == 1 ? "" : "s",
             (unsigned long long)total.chunks_patched, cli_bytes(total.bytes_written, a),
             cli_bytes(total.journal_bytes, b),
-            j->verify == 0 ? "verified" : j->verify == 1 ? "checked chunk by chunk" : "not checked");
+            j->verify == 0 || total.salvaged ? "verified" : j->verify == 1 ? "checked chunk by chunk" : "not checked");
   return rc;
 }
 
@@ -348,12 +440,13 @@ static int run_copy(job *j, const char *base, const char *out, int force) {
 }
 
 int cmd_apply(int argc, char **argv) {
-  enum { OPT_VERIFY = 2000 };
+  enum { OPT_VERIFY = 2000, OPT_SALVAGE };
   static const struct option longs[] = {CLI_COMMON_LONG_OPTIONS,
                                         {"output", required_argument, NULL, 'o'},
                                         {"force", no_argument, NULL, 'f'},
                                         {"in-place", no_argument, NULL, 'i'},
                                         {"verify", required_argument, NULL, OPT_VERIFY},
+                                        {"salvage", no_argument, NULL, OPT_SALVAGE},
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
                                         {"json", no_argument, NULL, OPT_JSON},
@@ -397,6 +490,7 @@ int cmd_apply(int argc, char **argv) {
         j.threads = (unsigned)v;
         break;
       case OPT_NO_SYNC: j.sync = 0; break;
+      case OPT_SALVAGE: j.salvage = 1; break;
       case OPT_JSON: j.json = 1; break;
       case OPT_SIZE:
         if (cli_parse_size(optarg, &j.max_size) || !j.max_size)
@@ -409,6 +503,7 @@ int cmd_apply(int argc, char **argv) {
   if (cli_arg_count("apply", argc, argv, 2, -1, in_place ? "CKPT and BUNDLE..." : "BASE and BUNDLE..."))
     return CLI_USAGE;
   if (in_place && out) return cli_usage("apply", "--in-place writes CKPT itself; drop -o");
+  if (j.salvage && !in_place) return cli_usage("apply", "--salvage finishes a file in place: add --in-place");
   if (n_patterns && (in_place || argc - optind != 2))
     return cli_usage("apply", "--tensors takes one BASE and one BUNDLE, and writes -o OUT");
   if (j.json && out && !strcmp(out, "-"))

@@ -321,6 +321,10 @@ typedef struct {
   int verify;       /* dcr_verify: NONE skips base_check and target_check */
   int changed_only; /* only changed chunks (in file order too); no tensor hashes */
   int as_target;    /* the input is taken to be the target already (§10.2) */
+  int mixed;        /* the input is part base, part target, changed chunk by changed
+                     * chunk (a salvage, SPEC.md §18.4): a chunk that gives its
+                     * target_check is its result as it is; base tensor hashes are
+                     * not checked, target ones are (verify must be FULL) */
   int lazy_zeros;   /* unchanged chunks of zeros are hashed from a zero page, never
                      * written to a buffer: the hooks get them with .zero set */
   unsigned threads; /* 0 = all online cores */

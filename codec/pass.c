@@ -190,9 +190,16 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
   } else {
     memcpy(s->out, s->chunk.input, bytes);
   }
-  if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check))
-    return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
-                     "bundle's base checksum");
+  if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check)) {
+    if (!p->spec.mixed)
+      return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
+                       "bundle's base checksum");
+    if (held) return s->detail = held_detail, held;
+    if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->target_check))
+      return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's bytes match neither the "
+                       "bundle's base nor its target: torn by the crash? Restore the file");
+    return DCR_OK; /* already the target: the input is the result */
+  }
   if (held) return s->detail = held_detail, held;
   if (!piecewise) {
     if ((rc = dcr__apply_streams(&s->dec, c, planes, dtype, n, s->out, &s->detail))) return rc;
@@ -278,7 +285,7 @@ static int end_entry(dcr__pass *p, uint32_t i, dcr_detail *d) {
   const dcr__manifest *m = &p->spec.r->man;
   const dcr__entry *e = &m->entries[i];
   uint8_t h[16];
-  if (!p->spec.as_target && dcr__entry_delta_coded(e)) {
+  if (!p->spec.as_target && !p->spec.mixed && dcr__entry_delta_coded(e)) {
     dcr__digest128(&p->base_hash, h);
     if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       return name_entry(d, m, i),

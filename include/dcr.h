@@ -527,6 +527,9 @@ typedef struct {
   uint64_t bytes_checked;  /* checkpoint bytes read and hashed */
   uint64_t bytes_written;  /* checkpoint bytes written */
   uint64_t journal_bytes;  /* size of the apply journal (files) */
+  int journal_discarded;   /* 1: a journal that could not be replayed was removed first,
+                              the file being proven a whole state (dcr_journal_outcome) */
+  int salvaged;            /* 1: a part-written file was finished (dcr_patch_set_salvage) */
 } dcr_patch_stats;
 
 /* Fills the first `size` bytes of *stats (pass sizeof *stats), so that the struct
@@ -569,15 +572,44 @@ DCR_API int dcr_patch_memory(dcr_patch *patch, dcr_resolve_fn resolve, void *opa
  * Crash-safe: the changes are first written to an apply journal beside the file,
  * "PATH.dcr-journal" (SPEC.md §18), and a call that finds one left by an
  * interrupted apply replays it first, whatever bundle it is given, so running
- * the same command again finishes the job. The file is locked (flock) while
- * patched. A symbolic link is refused (DCR_E_ARGUMENT): the file it points to may
- * be shared, as a Hugging Face cache's blobs are; hard links share the change. */
+ * the same command again finishes the job. A journal that cannot be replayed
+ * (damaged, or cut short) is removed only if the file is proven to be a whole
+ * state (the journal's base or target, or this bundle's); otherwise the call
+ * fails with DCR_E_JOURNAL and changes neither (see dcr_patch_set_salvage). The
+ * file is locked (flock) while patched. A symbolic link is refused
+ * (DCR_E_ARGUMENT): the file it points to may be shared, as a Hugging Face
+ * cache's blobs are; hard links share the change. */
 DCR_API int dcr_patch_file(dcr_patch *patch, const char *path, dcr_detail *detail);
 
-/* Replays or discards the journal an interrupted dcr_patch_file left beside path,
- * if any (dcr_patch_file does this itself). *recovered is 1 if the checkpoint was
- * finished from a committed journal; an uncommitted journal (the checkpoint was
- * never touched) is removed and *recovered is 0. sync as dcr_patch_set_sync. */
+/* Salvage (files, default 0): a checkpoint part-written by an interrupted apply of
+ * this bundle whose journal cannot be replayed is finished from the bundle, when
+ * every changed chunk is still its base or already its target: those at their
+ * base are applied, at DCR_VERIFY_FULL whatever the level set, and nothing is
+ * written until every target tensor hash of the result has matched. The damaged
+ * journal is then replaced by the new one (SPEC.md §18.4, R-JNL-5). A chunk that
+ * is neither (torn by the crash) fails with DCR_E_BASE_MISMATCH, changing
+ * nothing: restore the file from a copy of its base or target instead. */
+DCR_API void dcr_patch_set_salvage(dcr_patch *patch, int salvage);
+
+/* What a recovery found (SPEC.md §18.4). */
+typedef enum {
+  DCR_JOURNAL_NONE = 0,     /* no journal to finish (one never published, which never
+                               reached the file, is removed) */
+  DCR_JOURNAL_REPLAYED = 1, /* a committed journal was replayed: the file is its target */
+  DCR_JOURNAL_DISCARDED = 2 /* a journal that cannot be replayed was removed: the file was
+                               proven to be its base or target, or one of the states given */
+} dcr_journal_outcome;
+
+/* Finishes or discards the journal an interrupted dcr_patch_file left beside
+ * path, if any (dcr_patch_file does this itself), and sets *outcome. A journal
+ * that cannot be replayed (torn, damaged, or not fitting the file) is removed only
+ * if the file's state id is the journal's base or target state or one of the
+ * `count` states given (16 bytes each; for example the base and target states of
+ * the bundles about to be applied), which costs one read of the file; otherwise
+ * DCR_E_JOURNAL, and neither file changes. sync as dcr_patch_set_sync. */
+DCR_API int dcr_journal_recover_known(const char *path, int sync, const uint8_t (*states)[16],
+                                      size_t count, int *outcome, dcr_detail *detail);
+/* The same with no states given; *recovered is 1 if a journal was replayed. */
 DCR_API int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *detail);
 
 /* The iterator over changed chunks, for callers that scatter changes into memory

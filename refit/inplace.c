@@ -2,15 +2,20 @@
  * inplace.c - dcr_patch_file: a checkpoint file patched into the bundle's target
  * where it lies, through the apply journal (SPEC.md §18).
  *
- * 1. A journal left by an interrupted apply is replayed (or, uncommitted,
- *    dropped) before anything else.
+ * 1. A journal left by an interrupted apply is replayed before anything else; one
+ *    that cannot be replayed is removed only if the file is proven a whole state
+ *    (R-JNL-4), else the call stops, or (salvage) the file is finished from the
+ *    bundle chunk by chunk.
  * 2. A pass (codec/pass.c) over the file checks what the verification level asks
  *    and, for each changed chunk, appends to a new journal the elements that
- *    change and their new values. The file is only read.
- * 3. Only if every check passed: the journal is committed and made durable, then
- *    replayed into the file, the file made durable, and the journal removed.
- * A crash before 3 leaves the file untouched and an uncommitted journal; a crash
- * in 3 leaves a committed journal that the next call finishes.
+ *    change and their new values. The file is only read; the journal has a
+ *    temporary name.
+ * 3. Only if every check passed: the journal is committed, made durable and
+ *    renamed into place, then replayed into the file, the file made durable, and
+ *    the journal removed.
+ * A crash before 3 leaves the file untouched and at most a journal under its
+ * temporary name, which goes; a crash in 3 leaves a journal under its own name
+ * that the next call finishes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +33,8 @@ typedef struct {
   dcr__checkpoint ck;
   uint64_t *offsets; /* entry -> file offset of its tensor */
   int as_target;
-  int committed; /* the journal has its trailer: never removed on failure */
+  int superseded; /* the journal beside the file cannot be replayed and a salvage
+                     replaces it (R-JNL-5) */
   dcr__jwriter jw;
   char journal[4200];
   dcr__jbuilder *builders; /* per pass slot */
@@ -133,17 +139,25 @@ static void free_builders(inplace *ip) {
   ip->builders = NULL, ip->records = NULL, ip->payloads = NULL;
 }
 
-/* Step 3: commit, replay, remove, each made durable before the next (§18.4). */
+/* Step 6 of §18.4; and the end of a salvage that found nothing left to write,
+ * whose pass proved the file the target (R-JNL-4). */
+static int remove_journal(inplace *ip, dcr_detail *d) {
+  if (unlink(ip->journal))
+    return dcr__fail(d, DCR_E_IO, "cannot remove the journal %s: %s", ip->journal, strerror(errno));
+  return ip->p->sync ? dcr__wio_sync_dir(ip->p->faults, ip->journal, d) : DCR_OK;
+}
+
+/* Step 3: commit, publish, replay, remove, each made durable before the next
+ * (§18.4). Publishing renames the journal over an unusable one that a salvage
+ * supersedes, so that there is a journal at its name at every moment. */
 static int commit_and_replay(inplace *ip, dcr_detail *d) {
   dcr_patch *p = ip->p;
   dcr__journal j = {0};
   int rc = dcr__journal_commit(&ip->jw, d);
-  /* From the trailer on, a failure leaves the journal for the next run to finish:
-   * the checkpoint may already be part written. (A trailer that did not reach the
-   * disk makes it uncommitted, and the file was not touched yet: both are safe.) */
-  ip->committed = 1;
-  if (!rc && p->sync) rc = dcr__wio_sync(p->faults, ip->jw.fd, d);
-  if (!rc && p->sync) rc = dcr__wio_sync_dir(p->faults, ip->journal, d);
+  /* From the rename on, a failure leaves the journal for the next run to finish:
+   * the checkpoint may already be part written. Before it, the journal still has
+   * its temporary name, and the file was not touched. */
+  if (!rc) rc = dcr__journal_publish(&ip->jw, ip->journal, p->sync, d);
   if (rc) return dcr__detail_file(d, ip->journal), rc;
   p->stats.journal_bytes = ip->jw.length;
   /* Replayed from the journal's bytes, as a recovery would: the one path that
@@ -156,18 +170,10 @@ static int commit_and_replay(inplace *ip, dcr_detail *d) {
                                     &p->stats.bytes_written, d);
   if (rc) dcr__detail_file(d, rc == DCR_E_JOURNAL ? ip->journal : ip->path);
   if (!rc && p->sync && (rc = dcr__wio_sync(p->faults, ip->fd, d))) dcr__detail_file(d, ip->path);
-  if (!rc && unlink(ip->journal))
-    rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal %s: %s", ip->journal, strerror(errno));
-  if (!rc && p->sync) rc = dcr__wio_sync_dir(p->faults, ip->journal, d);
+  if (!rc) rc = remove_journal(ip, d);
   dcr__journal_free(&j);
   close(jfd);
   return rc;
-}
-
-static void drop_journal(inplace *ip) {
-  if (ip->jw.fd >= 0) close(ip->jw.fd);
-  ip->jw.fd = -1;
-  unlink(ip->journal);
 }
 
 /* NONE's one look at the file (dcr__probe). */
@@ -185,25 +191,31 @@ static int probe_file(inplace *ip, int *as_target, dcr_detail *d) {
   return rc;
 }
 
-/* One attempt at §10: the file taken as the base, or as the target already. */
-static int attempt(inplace *ip, int as_target, dcr_detail *d) {
+/* What an attempt takes the file to be (§10.1, §10.2, and a salvage of §18.4). */
+enum { AS_BASE, AS_TARGET, AS_MIXED };
+
+/* One attempt at §10: the file taken as the base, as the target already, or as
+ * a mix of the two chunk by chunk (R-JNL-5: checked in full, whatever the level). */
+static int attempt(inplace *ip, int as, dcr_detail *d) {
   dcr_patch *p = ip->p;
   dcr_reader *r = p->r;
   const dcr__manifest *m = &r->man;
-  ip->as_target = as_target;
+  int verify = as == AS_MIXED ? DCR_VERIFY_FULL : p->verify;
+  ip->as_target = as == AS_TARGET;
   dcr__file input = {.ck = &ip->ck, .offsets = ip->offsets, .path = ip->path};
-  dcr__pass_spec spec = {.r = r, .verify = p->verify, .changed_only = p->verify != DCR_VERIFY_FULL,
-                         .as_target = as_target, .threads = p->threads, .cancel = p->cancel,
+  dcr__pass_spec spec = {.r = r, .verify = verify, .changed_only = verify != DCR_VERIFY_FULL,
+                         .as_target = ip->as_target, .mixed = as == AS_MIXED,
+                         .threads = p->threads, .cancel = p->cancel,
                          .progress = p->progress, .progress_opaque = p->progress_opaque,
                          .input = dcr__file_input, .input_ctx = &input, .emit = build_record,
                          .take = append_record, .ctx = ip};
   dcr__pass *pass = NULL;
-  int rc = dcr__match_checkpoint(m, &ip->ck, as_target, ip->offsets, d);
+  int rc = dcr__match_checkpoint(m, &ip->ck, ip->as_target, ip->offsets, d);
   if (!rc) rc = check_layout(ip, d);
   /* NONE looks at one chunk, so that a bundle applied twice is not applied again:
    * if that chunk is the target's, the file is taken as the target, whose changed
    * chunks are then all checked (the rare case pays for being sure). */
-  if (!rc && !as_target && p->verify == DCR_VERIFY_NONE &&
+  if (!rc && as == AS_BASE && verify == DCR_VERIFY_NONE &&
       !(rc = probe_file(ip, &spec.as_target, d)))
     ip->as_target = spec.as_target;
   if (!rc) rc = dcr__pass_init(&pass, &spec, d);
@@ -223,14 +235,36 @@ static int attempt(inplace *ip, int as_target, dcr_detail *d) {
   dcr__pass_free(pass);
   free_builders(ip);
   if (!rc && ip->jw.records) rc = commit_and_replay(ip, d);
+  else if (!rc && ip->superseded) rc = remove_journal(ip, d);
   else if (!rc) p->stats.already_target = ip->as_target;
-  if (ip->jw.fd >= 0 && !ip->committed && (rc || !ip->jw.records)) drop_journal(ip);
-  if (ip->jw.fd >= 0) close(ip->jw.fd), ip->jw.fd = -1;
+  if (!rc && as == AS_MIXED && (ip->jw.records || ip->superseded))
+    p->stats.salvaged = 1, p->stats.journal_discarded = ip->superseded;
+  dcr__journal_abandon(&ip->jw);
+  return rc;
+}
+
+/* The attempts of §10.1 (as the base, then as the target) and, for a salvage, the
+ * mixed one; where the journal could not be replayed, the mixed one alone (the
+ * file is known to be neither). */
+static int attempts(inplace *ip, dcr_detail *d) {
+  dcr_patch *p = ip->p;
+  dcr_detail again;
+  if (ip->superseded) return attempt(ip, AS_MIXED, d);
+  int rc = attempt(ip, AS_BASE, d);
+  /* Not the base: perhaps the target already (§10.2); if not that either, the
+   * first answer stands. NONE checks nothing, so it cannot tell. */
+  dcr__detail_init(&again);
+  if (rc == DCR_E_BASE_MISMATCH && p->verify != DCR_VERIFY_NONE && !attempt(ip, AS_TARGET, &again))
+    return dcr__detail_init(d), DCR_OK;
+  if (rc == DCR_E_BASE_MISMATCH && p->salvage) {
+    dcr__detail_init(&again);
+    if (!attempt(ip, AS_MIXED, &again)) return dcr__detail_init(d), DCR_OK;
+  }
   return rc;
 }
 
 int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
-  dcr_detail scratch, again;
+  dcr_detail scratch;
   if (!d) d = &scratch;
   dcr__detail_init(d);
   memset(&p->stats, 0, sizeof p->stats);
@@ -243,23 +277,26 @@ int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
            dcr__fail(d, DCR_E_ARGUMENT, "cannot apply a checkpoint set in place (format 1.1 "
                      "defines no journal across member files); write a new directory instead "
                      "(dcr apply BASE_DIR BUNDLE -o NEW_DIR), which appears at once");
-  int recovered = 0, rc = dcr__journal_path(path, ip.journal, sizeof ip.journal, d);
+  /* This bundle's two states prove a file whole too (R-JNL-4): a damaged journal
+   * beside this bundle's base or target costs nothing. */
+  uint8_t known[32];
+  memcpy(known, r->base_state, 16);
+  memcpy(known + 16, r->target_state, 16);
+  dcr__recovery how = {.sync = p->sync, .threads = p->threads, .faults = p->faults,
+                       .known = known, .known_count = 2, .lim = &r->lim, .cancel = p->cancel};
+  int outcome = DCR_JOURNAL_NONE, rc = dcr__journal_path(path, ip.journal, sizeof ip.journal, d);
   if (!rc) rc = dcr__open_checkpoint(path, &ip.fd, d);
   /* A finished journal leaves the file at its target; the attempts below then find
    * it the target of this bundle (NONE by its probe), or the base of the next. */
-  if (!rc) rc = dcr__journal_recover(path, ip.fd, p->sync, p->threads, p->faults, &recovered, d);
-  p->stats.recovered = recovered;
+  if (!rc) rc = dcr__journal_recover(path, ip.fd, &how, &outcome, d);
+  if (rc == DCR_E_JOURNAL && outcome >= DCR__JOURNAL_UNUSABLE && p->salvage)
+    ip.superseded = 1, rc = DCR_OK, dcr__detail_init(d);
+  p->stats.recovered = outcome == DCR_JOURNAL_REPLAYED;
+  p->stats.journal_discarded = outcome == DCR_JOURNAL_DISCARDED;
   if (!rc) rc = dcr__checkpoint_read(ip.fd, r->man.kind, &r->lim, r->minor, &ip.ck, d);
   if (!rc && !(ip.offsets = calloc((size_t)r->man.entry_count + 1, sizeof *ip.offsets)))
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-  if (!rc) {
-    rc = attempt(&ip, 0, d);
-    /* Not the base: perhaps the target already (§10.2); if not that either, the
-     * first answer stands. NONE checks nothing, so it cannot tell. */
-    dcr__detail_init(&again);
-    if (rc == DCR_E_BASE_MISMATCH && p->verify != DCR_VERIFY_NONE && !attempt(&ip, 1, &again))
-      dcr__detail_init(d), rc = DCR_OK;
-  }
+  if (!rc) rc = attempts(&ip, d);
   if (rc && !d->file[0]) dcr__detail_file(d, rc == DCR_E_BASE_MISMATCH || rc == DCR_E_ARGUMENT ||
                                                     rc == DCR_E_IO ? path : r->path);
   free(ip.offsets);

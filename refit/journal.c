@@ -21,15 +21,23 @@
 static const uint8_t MAGIC[8] = {0x89, 'D', 'C', 'J', '\r', '\n', 0x1A, '\n'};
 static const uint8_t END[8] = {'D', 'C', 'J', 'E', 'N', 'D', '\r', '\n'};
 #define MAJOR 1
-#define MINOR 0
+#define MINOR 1 /* 1.1: published by rename (SPEC.md §18.4) */
 /* A region is at most a chunk (2^30), or a safetensors prefix (8 + max_header_size):
  * 2^31 bounds both, and what a replay allocates. */
 #define MAX_REGION (1ull << 31)
 
 int dcr__journal_path(const char *ckpt, char *out, size_t size, dcr_detail *d) {
-  if ((size_t)snprintf(out, size, "%s%s", ckpt, DCR__JOURNAL_SUFFIX) >= size)
+  /* room for the temporary name too, so that both are made or neither */
+  if ((size_t)snprintf(out, size, "%s%s%s", ckpt, DCR__JOURNAL_SUFFIX, DCR__JOURNAL_TEMP) >= size)
     return dcr__fail(d, DCR_E_ARGUMENT, "path too long for its journal");
+  out[strlen(out) - strlen(DCR__JOURNAL_TEMP)] = 0;
   return DCR_OK;
+}
+
+/* The name a journal is written under until it is published (§18.1). */
+static void temp_path(const char *path, char out[4200]) {
+  if ((size_t)snprintf(out, 4200, "%s%s", path, DCR__JOURNAL_TEMP) >= 4200)
+    out[0] = 0; /* dcr__journal_path leaves room: never reached */
 }
 
 /* ---- writing */
@@ -47,11 +55,16 @@ int dcr__journal_create(dcr__jwriter *w, const char *path, uint64_t file_size,
                         dcr__faults *faults, dcr_detail *d) {
   memset(w, 0, sizeof *w);
   w->faults = faults;
-  /* O_EXCL: a journal already there is recovered first, never overwritten. 0600:
-   * it holds model weights, readable by no one the checkpoint's owner did not choose. */
-  w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  temp_path(path, w->temp);
+  /* A journal under its temporary name was never published, so it never reached
+   * the checkpoint (§18.1): one left by a killed writer goes. O_EXCL then: two
+   * writers would need the checkpoint's lock. 0600: it holds model weights,
+   * readable by no one the checkpoint's owner did not choose. */
+  if (unlink(w->temp) && errno != ENOENT)
+    return dcr__fail(d, DCR_E_IO, "cannot remove %s: %s", w->temp, strerror(errno));
+  w->fd = open(w->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (w->fd < 0)
-    return dcr__fail(d, DCR_E_IO, "cannot create the journal %s: %s", path, strerror(errno));
+    return dcr__fail(d, DCR_E_IO, "cannot create the journal %s: %s", w->temp, strerror(errno));
   XXH3_INITSTATE(&w->check);
   XXH3_64bits_reset(&w->check);
   uint8_t h[DCR__JOURNAL_HEADER_SIZE] = {0};
@@ -97,6 +110,23 @@ int dcr__journal_commit(dcr__jwriter *w, dcr_detail *d) {
   int rc = dcr__wio_write(w->faults, w->fd, t, sizeof t, w->length, d);
   if (!rc) w->length += sizeof t;
   return rc;
+}
+
+int dcr__journal_publish(dcr__jwriter *w, const char *path, int sync, dcr_detail *d) {
+  /* Durable before it has its name: a journal under its final name is whole, so
+   * a reader that finds it torn knows it was damaged, not cut short (§18.4). */
+  int rc = sync ? dcr__wio_sync(w->faults, w->fd, d) : DCR_OK;
+  if (!rc && rename(w->temp, path))
+    rc = dcr__fail(d, DCR_E_IO, "cannot rename the journal into place: %s", strerror(errno));
+  if (!rc) w->published = 1;
+  if (!rc && sync) rc = dcr__wio_sync_dir(w->faults, path, d);
+  return rc;
+}
+
+void dcr__journal_abandon(dcr__jwriter *w) {
+  if (w->fd >= 0) close(w->fd);
+  w->fd = -1;
+  if (!w->published && w->temp[0]) unlink(w->temp);
 }
 
 int dcr__jbuilder_init(dcr__jbuilder *b, size_t chunk_bytes) {
@@ -191,23 +221,26 @@ static int check_record(const dcr__jrecord *r, uint64_t file_size, uint64_t prev
   return DCR_OK;
 }
 
-/* A journal with a full header whose magic is not ours is some other file: it is
- * neither recovered nor removed. An empty, zero-filled or torn header is the
- * start of a journal that never committed. */
-static int read_header(const uint8_t *h, uint64_t size, dcr__journal *j, int *torn,
-                       dcr_detail *d) {
+/* Steps 1-5 of §18.3. A full header whose magic is not ours is some other file,
+ * and one of another major version or with the reserved field set is a newer
+ * writer's: none of them is ever removed (j->foreign). An empty, zero-filled or
+ * torn header says the journal is not committed (j->why). */
+static int read_header(const uint8_t *h, uint64_t size, dcr__journal *j, dcr_detail *d) {
   static const uint8_t zeros[8];
-  *torn = size < DCR__JOURNAL_HEADER_SIZE || !memcmp(h, zeros, 8);
-  if (*torn) return DCR_OK;
-  if (memcmp(h, MAGIC, 8)) return malformed(d, 0, "not a dcr apply journal (bad magic)");
-  /* A newer layout may keep no check where this one does: it is never dropped. */
+  if (size < DCR__JOURNAL_HEADER_SIZE) return j->why = "shorter than its header", DCR_OK;
+  if (!memcmp(h, zeros, 8)) return j->why = "its header is zeros", DCR_OK;
+  if (memcmp(h, MAGIC, 8))
+    return j->foreign = 1, malformed(d, 0, "not a dcr apply journal (bad magic)");
   if (dcr__le16(h + 8) != MAJOR) {
+    j->foreign = 1;
     dcr__detail_at(d, NULL, 8); /* no section: "" would be read as 4 bytes */
     return dcr__fail(d, DCR_E_JOURNAL, "journal of major version %u; this reader knows %u only",
                      dcr__le16(h + 8), MAJOR);
   }
-  if (!DCR__CHECKSUM_OK(dcr__le64(h + 56) == XXH3_64bits(h, 56))) return *torn = 1, DCR_OK;
-  if (dcr__le32(h + 12)) return malformed(d, 12, "reserved field set");
+  if (!DCR__CHECKSUM_OK(dcr__le64(h + 56) == XXH3_64bits(h, 56)))
+    return j->why = "its header check fails", DCR_OK;
+  if (dcr__le32(h + 12)) return j->foreign = 1, malformed(d, 12, "reserved field set");
+  j->header_ok = 1;
   j->file_size = dcr__le64(h + 16);
   memcpy(j->base_state, h + 24, 16);
   memcpy(j->target_state, h + 40, 16);
@@ -220,12 +253,15 @@ int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d) {
   if (fstat(fd, &st)) return dcr__fail(d, DCR_E_IO, "cannot stat: %s", strerror(errno));
   uint64_t size = (uint64_t)st.st_size;
   uint8_t h[DCR__JOURNAL_HEADER_SIZE], t[DCR__JOURNAL_TRAILER_SIZE];
-  int torn, rc = dcr__pread_full(fd, h, size < sizeof h ? (size_t)size : sizeof h, 0, d);
-  if (!rc) rc = read_header(h, size, j, &torn, d);
-  if (rc || torn || size < DCR__JOURNAL_HEADER_SIZE + DCR__JOURNAL_TRAILER_SIZE) return rc;
+  int rc = dcr__pread_full(fd, h, size < sizeof h ? (size_t)size : sizeof h, 0, d);
+  if (!rc) rc = read_header(h, size, j, d);
+  if (rc || j->why) return rc;
   /* §18.3 step 6: committed when the trailer is there and checks the whole file. */
+  if (size < DCR__JOURNAL_HEADER_SIZE + DCR__JOURNAL_TRAILER_SIZE)
+    return j->why = "it has no trailer", DCR_OK;
   if ((rc = dcr__pread_full(fd, t, sizeof t, size - sizeof t, d))) return rc;
-  if (memcmp(t, END, 8) || dcr__le64(t + 16) != size) return DCR_OK;
+  if (memcmp(t, END, 8) || dcr__le64(t + 16) != size)
+    return j->why = "it has no trailer, or one for another length", DCR_OK;
   XXH3_state_t st3;
   XXH3_INITSTATE(&st3);
   XXH3_64bits_reset(&st3);
@@ -237,7 +273,9 @@ int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d) {
     if (!(rc = dcr__pread_full(fd, buf, n, at, d))) XXH3_64bits_update(&st3, buf, n);
   }
   free(buf);
-  if (rc || !DCR__CHECKSUM_OK(XXH3_64bits_digest(&st3) == dcr__le64(t + 24))) return rc;
+  if (rc) return rc;
+  if (!DCR__CHECKSUM_OK(XXH3_64bits_digest(&st3) == dcr__le64(t + 24)))
+    return j->why = "its trailer's check fails", DCR_OK;
   /* Committed: from here on, anything wrong is an error, never a reason to drop it. */
   uint64_t count = dcr__le64(t + 8), end = size - sizeof t, at = DCR__JOURNAL_HEADER_SIZE;
   if (count > (end - at) / DCR__JOURNAL_RECORD_SIZE)
@@ -423,40 +461,109 @@ int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd, unsi
 
 /* ---- recovering */
 
-int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threads,
-                         dcr__faults *faults, int *recovered, dcr_detail *d) {
-  char path[4200];
-  *recovered = 0;
+/* R-JNL-4: the checkpoint, read as it is, has one of the states that make removing
+ * an unusable journal lose nothing: the journal's own base or target (when its
+ * header can be trusted for them) or one the caller knows it is meant to be in.
+ * A checkpoint that does not even parse (a part-written prefix) proves nothing. */
+static int proven(const dcr__journal *j, int ckpt_fd, const dcr__recovery *how, int *yes,
+                  dcr_detail *d) {
+  struct dcr_checkpoint c = {.cancel = how->cancel};
+  dcr_limits lim;
+  dcr_detail ignored;
+  uint8_t state[16];
+  *yes = 0;
+  dcr__limits_take(&lim, how->lim);
+  if (dcr__checkpoint_read(ckpt_fd, DCR_KIND_SAFETENSORS, &lim, DCR_FORMAT_MINOR, &c.ck, &ignored))
+    return DCR_OK;
+  int rc = dcr_checkpoint_state_id(&c, how->threads, state, d);
+  dcr__checkpoint_free(&c.ck);
+  /* Out of memory or interrupted is the caller's to hear; a file that cannot be
+   * hashed (cut short under us) proves nothing. */
+  if (rc == DCR_E_NOMEM || rc == DCR_E_INTERRUPTED) return rc;
+  if (rc) return DCR_OK;
+  if (j->header_ok && (!memcmp(state, j->base_state, 16) || !memcmp(state, j->target_state, 16)))
+    *yes = 1;
+  for (size_t i = 0; i < how->known_count && !*yes; i++)
+    *yes = !memcmp(state, how->known + 16 * i, 16);
+  return DCR_OK;
+}
+
+/* The journal cannot be replayed (not committed, or a committed one that does
+ * not fit the file): removed if the checkpoint is proven whole, else kept and
+ * reported with the way out. `why` is what is wrong with it. */
+static int unusable(const char *path, const dcr__journal *j, int ckpt_fd,
+                    const dcr__recovery *how, const char *why, int *outcome, dcr_detail *d) {
+  int yes, rc = proven(j, ckpt_fd, how, &yes, d);
+  if (rc) return rc;
+  if (yes) {
+    if (unlink(path)) return dcr__fail(d, DCR_E_IO, "cannot remove the journal: %s", strerror(errno));
+    *outcome = DCR_JOURNAL_DISCARDED;
+    return how->sync ? dcr__wio_sync_dir(how->faults, path, d) : DCR_OK;
+  }
+  dcr__detail_init(d);
+  *outcome = DCR__JOURNAL_UNUSABLE;
+  return dcr__fail(d, DCR_E_JOURNAL, "%s; the checkpoint is neither its base nor its target, so "
+                   "an apply may have begun writing it", why);
+}
+
+int dcr__journal_recover(const char *ckpt, int ckpt_fd, const dcr__recovery *how, int *outcome,
+                         dcr_detail *d) {
+  char path[4200], temp[4200];
+  *outcome = DCR_JOURNAL_NONE;
   int rc = dcr__journal_path(ckpt, path, sizeof path, d);
   if (rc) return rc;
+  /* Never published, so never replayed into the checkpoint (§18.1, R-JNL-3). */
+  temp_path(path, temp);
+  if (unlink(temp) && errno != ENOENT)
+    return dcr__detail_file(d, temp), dcr__fail(d, DCR_E_IO, "cannot remove: %s", strerror(errno));
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) return DCR_OK;
   if (fd < 0) return dcr__fail(d, DCR_E_IO, "cannot open the journal %s: %s", path, strerror(errno));
   dcr__journal j;
+  char why[sizeof d->message + 64];
   rc = dcr__journal_read(fd, &j, d);
   /* §18.4: every region is checked before the first is written, so a journal that
    * does not fit the file leaves the file as it was. */
-  if (!rc && j.committed) rc = dcr__journal_replay(&j, fd, ckpt_fd, threads, faults, 1, NULL, d);
-  if (!rc && j.committed) rc = dcr__journal_replay(&j, fd, ckpt_fd, threads, faults, 0, NULL, d);
-  if (!rc && j.committed && sync) rc = dcr__wio_sync(faults, ckpt_fd, d);
-  if (!rc && unlink(path)) rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal: %s", strerror(errno));
-  if (!rc && sync) rc = dcr__wio_sync_dir(faults, path, d);
-  if (!rc) *recovered = j.committed;
+  if (!rc && j.committed) rc = dcr__journal_replay(&j, fd, ckpt_fd, how->threads, how->faults, 1, NULL, d);
+  if (!rc && !j.committed) {
+    snprintf(why, sizeof why, "the journal is torn or damaged (%s)", j.why);
+    rc = unusable(path, &j, ckpt_fd, how, why, outcome, d);
+  } else if (rc == DCR_E_JOURNAL && !j.foreign) {
+    snprintf(why, sizeof why, "the journal cannot be replayed (%s)", d->message);
+    rc = unusable(path, &j, ckpt_fd, how, why, outcome, d);
+  } else if (!rc) {
+    rc = dcr__journal_replay(&j, fd, ckpt_fd, how->threads, how->faults, 0, NULL, d);
+    if (!rc && how->sync) rc = dcr__wio_sync(how->faults, ckpt_fd, d);
+    if (!rc && unlink(path)) rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal: %s", strerror(errno));
+    if (!rc && how->sync) rc = dcr__wio_sync_dir(how->faults, path, d);
+    if (!rc) *outcome = DCR_JOURNAL_REPLAYED;
+  }
+  if (rc == DCR_E_JOURNAL && j.foreign) *outcome = DCR__JOURNAL_FOREIGN;
   if (rc) dcr__detail_file(d, path);
   dcr__journal_free(&j);
   close(fd);
   return rc;
 }
 
-int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *d) {
+int dcr_journal_recover_known(const char *path, int sync, const uint8_t (*states)[16],
+                              size_t count, int *outcome, dcr_detail *d) {
   dcr_detail scratch;
   int ignored;
   if (!d) d = &scratch;
-  if (!recovered) recovered = &ignored;
+  if (!outcome) outcome = &ignored;
   dcr__detail_init(d);
+  *outcome = DCR_JOURNAL_NONE;
+  if (count && !states) return dcr__fail(d, DCR_E_ARGUMENT, "no states");
+  dcr__recovery how = {.sync = sync, .known = states ? states[0] : NULL, .known_count = count};
   int fd, rc = dcr__open_checkpoint(path, &fd, d);
-  if (!rc) rc = dcr__journal_recover(path, fd, sync, 0, NULL, recovered, d);
+  if (!rc) rc = dcr__journal_recover(path, fd, &how, outcome, d);
   if (rc && !d->file[0]) dcr__detail_file(d, path);
   if (fd >= 0) close(fd);
+  return rc;
+}
+
+int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *d) {
+  int outcome, rc = dcr_journal_recover_known(path, sync, NULL, 0, &outcome, d);
+  if (recovered) *recovered = outcome == DCR_JOURNAL_REPLAYED;
   return rc;
 }

@@ -17,6 +17,7 @@
 
 #include "../codec/codec.h"
 #include "../format/atomic.h"
+#include "../format/checkpoint.h"
 
 /* Faults injected into the write path, for tests: the k-th write (1-based) fails
  * with `error` after writing `torn` bytes of it, or the k-th fsync fails. */
@@ -35,6 +36,7 @@ struct dcr_patch {
   void *progress_opaque;
   const volatile int *cancel;
   int sync;
+  int salvage; /* dcr_patch_set_salvage */
   dcr_patch_stats stats;
   dcr__faults *faults; /* NULL but in tests */
 };
@@ -65,6 +67,7 @@ DCR_HIDDEN int dcr__open_checkpoint(const char *path, int *fd, dcr_detail *d);
 
 /* ---- journal.c (SPEC.md §18) */
 #define DCR__JOURNAL_SUFFIX ".dcr-journal"
+#define DCR__JOURNAL_TEMP ".tmp" /* after the suffix: a journal not yet published (§18.1) */
 #define DCR__JOURNAL_HEADER_SIZE 64u
 #define DCR__JOURNAL_RECORD_SIZE 40u
 #define DCR__JOURNAL_TRAILER_SIZE 32u
@@ -83,16 +86,26 @@ typedef struct { /* a journal being written */
   dcr__faults *faults;
   uint64_t length, records;
   XXH3_state_t check;
+  char temp[4200]; /* the name it is written under */
+  int published;   /* renamed to its final name */
 } dcr__jwriter;
 
-/* Creates `path` (O_EXCL) and writes the header. */
+/* Creates the journal of final name `path` under its temporary name (O_EXCL,
+ * after removing one a killed writer left) and writes the header. */
 DCR_HIDDEN int dcr__journal_create(dcr__jwriter *w, const char *path, uint64_t file_size,
                                    const uint8_t base_state[16], const uint8_t target_state[16],
                                    dcr__faults *faults, dcr_detail *d);
 DCR_HIDDEN int dcr__journal_append(dcr__jwriter *w, const dcr__jrecord *rec,
                                    const void *payload, dcr_detail *d);
-/* The trailer: after it (and its fsync) the journal is committed. */
+/* The trailer: after it the journal is committed. */
 DCR_HIDDEN int dcr__journal_commit(dcr__jwriter *w, dcr_detail *d);
+/* Makes a committed journal durable and renames it to `path` (replacing what is
+ * there: the caller has recovered or proven superseded any journal there), then
+ * makes the name durable (§18.4 step 3); sync 0 skips the fsyncs. From its start
+ * on, a failure may leave the journal published: never remove it then. */
+DCR_HIDDEN int dcr__journal_publish(dcr__jwriter *w, const char *path, int sync, dcr_detail *d);
+/* Closes the journal; one never published is removed, as it never reached the file. */
+DCR_HIDDEN void dcr__journal_abandon(dcr__jwriter *w);
 
 /* A record's payload for the elements of a region that change: positions of the
  * changed elements of `after` relative to `before` (both `length` bytes), Rice-
@@ -115,14 +128,17 @@ DCR_HIDDEN int dcr__jbuilder_elements(dcr__jbuilder *b, const uint8_t *before, c
 typedef struct {
   uint64_t file_size;
   uint8_t base_state[16], target_state[16];
+  int header_ok;  /* steps 1-5 passed: file_size and the states can be trusted */
   uint64_t count;
   dcr__jrecord *records;
-  int committed; /* 0: not committed (§18.3 steps 1, 4, 6); then there are no records */
+  int committed;   /* 0: not committed (§18.3 steps 1, 4, 6); then there are no records */
+  const char *why; /* not committed: why, for messages ("its trailer's check fails") */
+  int foreign;     /* DCR_E_JOURNAL at step 2, 3 or 5: not ours to remove, ever */
 } dcr__journal;
 
 /* Parses journal bytes from fd. DCR_E_JOURNAL for a journal that is committed but
- * cannot be used (unknown version, malformed records); an uncommitted one is
- * DCR_OK with committed = 0. */
+ * cannot be used (malformed records) or is not one this reader may judge (foreign);
+ * an uncommitted one is DCR_OK with committed = 0. */
 DCR_HIDDEN int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d);
 DCR_HIDDEN void dcr__journal_free(dcr__journal *j);
 /* Replays a committed journal onto the checkpoint fd (§18.4). check_only: reads
@@ -134,9 +150,26 @@ DCR_HIDDEN int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ck
                                    uint64_t *written, dcr_detail *d);
 /* The journal's path for a checkpoint path; DCR_E_ARGUMENT if too long. */
 DCR_HIDDEN int dcr__journal_path(const char *ckpt, char *out, size_t size, dcr_detail *d);
-/* dcr_journal_recover on an open, locked checkpoint. */
-DCR_HIDDEN int dcr__journal_recover(const char *ckpt, int ckpt_fd, int sync, unsigned threads,
-                                    dcr__faults *faults, int *recovered, dcr_detail *d);
+/* How a recovery runs, and the states that prove a checkpoint whole (R-JNL-4). */
+typedef struct {
+  int sync;
+  unsigned threads;
+  dcr__faults *faults;
+  const uint8_t *known; /* known_count state ids, 16 bytes each: states the checkpoint
+                           is meant to be in (the bundles' bases and targets) */
+  size_t known_count;
+  const dcr_limits *lim; /* reading the checkpoint to prove it; NULL: the defaults */
+  const volatile int *cancel;
+} dcr__recovery;
+
+/* dcr_journal_recover_known on an open, locked checkpoint (§18.4, R-JNL-3/4):
+ * *outcome is a dcr_journal_outcome; with DCR_E_JOURNAL, DCR__JOURNAL_UNUSABLE for
+ * a journal kept because it cannot be replayed and the file is not proven whole,
+ * DCR__JOURNAL_FOREIGN for one this reader may not judge. A salvage, which proves
+ * its result before it writes, supersedes either (R-JNL-5). */
+enum { DCR__JOURNAL_UNUSABLE = 3, DCR__JOURNAL_FOREIGN = 4 };
+DCR_HIDDEN int dcr__journal_recover(const char *ckpt, int ckpt_fd, const dcr__recovery *how,
+                                    int *outcome, dcr_detail *d);
 
 /* ---- series.c: a chain of bundles applied to one work file, a hidden temporary
  * beside its destination that is committed there at the end. It has a name

@@ -110,14 +110,69 @@ tcase "a target whose layout differs is refused in place, with the copy apply su
 t_journals_left() {
   cp s0.st w.st && : >w.st.dcr-journal
   run apply -i w.st b1.dcr
-  want_rc 0 "empty journal" && same w.st s1.st "empty journal" && no_journal w.st "empty journal" || return
+  want_rc 0 "empty journal" && same w.st s1.st "empty journal" && no_journal w.st "empty journal" &&
+    has e "removed a journal" "empty journal" || return
   cp s0.st w.st && printf 'not a journal, but 64 bytes or more of something else entirely....' >w.st.dcr-journal
   run apply -i w.st b1.dcr
   want_rc 1 "foreign file" && has e DCR_E_JOURNAL "foreign file" && same w.st s0.st "foreign file" &&
     [ -e w.st.dcr-journal ] || fail "foreign file: the journal must be left for the operator"
   rm -f w.st.dcr-journal
 }
-tcase "a journal left behind: uncommitted is dropped, a foreign file is DCR_E_JOURNAL (R-JNL-1, R-JNL-3)" t_journals_left
+tcase "a journal left behind: an empty one beside the base goes, said so; a foreign file is DCR_E_JOURNAL (R-JNL-3, R-JNL-4)" t_journals_left
+
+# The scene an adversary found (issue #32): a committed journal, a crash part way
+# through its replay, then the journal damaged. Its files are those of
+# testvectors/journal-v1.1 (SPEC.md §18.5); the bundle is made from its base and
+# target, so that it names the journal's states.
+JV="$HERE/../testvectors/journal-v1.1"
+"$DCR" encode "$JV/ckpt/published-before.bin" "$JV/ckpt/published-after.bin" -o j1.dcr -q &&
+  perturb "$JV/ckpt/published-after.bin" j2.st 7 &&
+  "$DCR" encode "$JV/ckpt/published-after.bin" j2.st -o j2.dcr -q ||
+  { echo "not ok - setup: the journal 1.1 scene"; exit 1; }
+scene() { cp "$JV/ckpt/part-written-before.bin" w.st && cp "$JV/kept/$1.dcr-journal" w.st.dcr-journal &&
+          cp w.st w.before && cp w.st.dcr-journal w.journal; }
+
+t_damaged_kept() {
+  for damage in damaged-part-written cut-part-written misfit-part-written; do
+    scene "$damage"
+    run apply -i w.st j1.dcr -v
+    want_rc 1 "$damage" && has e DCR_E_JOURNAL "$damage" && has e "--salvage" "$damage" &&
+      same w.st w.before "$damage" && same w.st.dcr-journal w.journal "$damage" || return
+    run apply -i w.st j1.dcr j2.dcr
+    want_rc 1 "$damage, a series" && same w.st w.before "$damage, a series" &&
+      same w.st.dcr-journal w.journal "$damage, a series" || return
+  done
+}
+tcase "a damaged journal beside a part-written checkpoint is kept, nothing changes, the way out is said (R-JNL-4)" t_damaged_kept
+
+t_salvage() {
+  scene damaged-part-written
+  run apply -i --salvage w.st j1.dcr --json
+  want_rc 0 "salvage" && same w.st "$JV/ckpt/published-after.bin" "salvage" && no_journal w.st "salvage" &&
+    [ "$(jget o 'j["salvaged"]')" = True ] || fail "salvage: --json does not say salvaged: $(shown o)"
+  scene cut-part-written
+  run apply -i --salvage w.st j1.dcr j2.dcr
+  want_rc 0 "salvage, a series" && same w.st j2.st "salvage, a series" && no_journal w.st "salvage, a series" &&
+    has e "salvaged" "salvage, a series" || return
+  # a chunk torn by the crash: neither base nor target, refused and left as it was
+  scene damaged-part-written
+  python3 -c 'import sys; b=bytearray(open("w.st","rb").read()); b[-5]^=0x40; open("w.st","wb").write(b)'
+  cp w.st w.before
+  run apply -i --salvage w.st j1.dcr
+  want_rc 1 "torn" && has e DCR_E_BASE_MISMATCH "torn" && same w.st w.before "torn" &&
+    same w.st.dcr-journal w.journal "torn" || return
+  run apply --salvage s0.st b1.dcr -o x.st
+  want_rc 2 "--salvage without --in-place"
+}
+tcase "--salvage finishes a part-written checkpoint from its bundle, alone or in a series; a torn chunk is refused (R-JNL-5)" t_salvage
+
+t_damaged_whole() {
+  cp "$JV/ckpt/published-before.bin" w.st && cp "$JV/kept/damaged-part-written.dcr-journal" w.st.dcr-journal
+  run apply -i w.st j1.dcr -q
+  want_rc 0 "beside the base" && same w.st "$JV/ckpt/published-after.bin" "beside the base" &&
+    no_journal w.st "beside the base" && has e "removed a journal that could not be replayed" "beside the base"
+}
+tcase "a damaged journal beside a whole checkpoint goes, and the apply says so even with -q (R-JNL-4)" t_damaged_whole
 
 t_symlink() {
   cp s0.st blob.st && ln -sf blob.st link.st

@@ -12,13 +12,14 @@
 # sleeps a random time between 0 and a clean run's duration, kill -9s it, and
 # checks that
 #   - right after the kill the work file is the base, t1 or t2, or a committed
-#     journal lies beside it (the file is never changed but through one);
+#     journal lies beside it (the file is never changed but through one), and a
+#     journal under its own name is always committed (it is renamed there then);
 #   - the same command, run again, exits 0, leaves the expected target byte for
 #     byte and no WORK.dcr-journal.
 #   - a committed journal left by the kill is finished by the rerun, which says so.
 # Prints one line per failure and a summary: runs, kills that landed mid-run
 # (the process was still running) or after it had finished, kills that left a
-# committed or an uncommitted journal, recoveries observed (the rerun printed
+# a committed journal or one under its temporary name, recoveries observed (the rerun printed
 # "finished an apply that had been interrupted"), failures. CRASH_SEED fixes the random times. Exits 1 on any failure.
 set -u
 
@@ -102,7 +103,7 @@ for ((i = 0; i < COUNT; i++)); do
   c=$(( i % 12 ))
   config_args "$c"
   cp "$W/base" "$WORK" || die "cannot copy the base"
-  rm -f "$JOURNAL"
+  rm -f "$JOURNAL" "$JOURNAL.tmp"
   d=${DURATION[c]}
   ms=$(( (RANDOM * 32768 + RANDOM) % (d + 1) ))
   "$DCR" apply --in-place "${ARGS[@]}" -q 2>"$W/killed.err" &
@@ -119,14 +120,17 @@ for ((i = 0; i < COUNT; i++)); do
   fi
   # Right after the kill: a known state, or a committed journal that finishes it
   # (its trailer, SPEC.md §18, ends in the magic "DCJEND\r\n" + 24 bytes).
+  # A journal under its own name is whole: it is renamed there once committed
+  # (R-JNL-2); one being written has the temporary name, and goes on the rerun.
   committed=0
   if [ -e "$JOURNAL" ]; then
     if [ "$(tail -c 32 "$JOURNAL" | head -c 6 | tr -d '\000')" = DCJEND ]; then
       committed=1 committed_journals=$((committed_journals + 1))
     else
-      uncommitted_journals=$((uncommitted_journals + 1))
+      fail "$c" "$ms" "$how" "a journal under its own name is not committed"
     fi
   fi
+  [ -e "$JOURNAL.tmp" ] && uncommitted_journals=$((uncommitted_journals + 1))
   if [ "$committed" = 0 ] && ! cmp -s "$WORK" "$W/base" && ! cmp -s "$WORK" "$W/t1" &&
      ! cmp -s "$WORK" "$W/t2"; then
     fail "$c" "$ms" "$how" "the file is none of base, t1, t2 and no committed journal lies beside it"
@@ -143,12 +147,12 @@ for ((i = 0; i < COUNT; i++)); do
   fi
   if ! cmp -s "$WORK" "$EXPECT"; then
     fail "$c" "$ms" "$how" "after the rerun the file is not the target"
-  elif [ -e "$JOURNAL" ]; then
+  elif [ -e "$JOURNAL" ] || [ -e "$JOURNAL.tmp" ]; then
     fail "$c" "$ms" "$how" "the rerun left a journal"
   fi
 done
 
 echo "crash_test: runs $runs, kills mid-run $mid, after the run had finished $after," \
-     "kills that left a journal: committed $committed_journals, uncommitted" \
+     "kills that left a journal: committed $committed_journals, unpublished (.tmp)" \
      "$uncommitted_journals; recoveries observed $recoveries, failures $failures"
 [ "$failures" -eq 0 ]

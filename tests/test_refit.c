@@ -1234,6 +1234,185 @@ static void test_inplace_rerun_finishes_committed_journal(void **state) {
   free(j);
 }
 
+/* ---- damaged journals (SPEC.md §18.4, R-JNL-4, R-JNL-5) ------------------- */
+
+/* The journal of `bundle` for the base, published and committed, and the file a
+ * crash part way through its replay leaves: each record's region either written
+ * (the target's bytes) or not, and perhaps one torn after a random number of
+ * bytes, as threads writing regions in any order leave it. */
+typedef struct {
+  uint8_t *journal, *damaged, *file, *base, *target;
+  size_t journal_size, damaged_size, file_size;
+  dcr__journal j;
+} crashed;
+
+static void crash_mid_replay(crashed *c, const char *bundle, const char *target) {
+  dcr_reader *r = open_bundle(bundle);
+  copy_file(p_base, p_work);
+  unlink(p_journal);
+  dcr__faults clean = {0};
+  assert_int_equal(patch_file(r, DCR_VERIFY_FULL, 0, &clean, NULL, NULL), DCR_OK);
+  copy_file(p_base, p_work);
+  dcr__faults f = {.fail_write = clean.writes, .error = EIO}; /* the last region write */
+  assert_int_equal(patch_file(r, DCR_VERIFY_FULL, 0, &f, NULL, NULL), DCR_E_IO);
+  dcr_reader_free(r);
+  assert_true(journal_committed());
+  c->journal = read_bytes(p_journal, &c->journal_size);
+  c->base = read_bytes(p_base, &c->file_size);
+  size_t n;
+  c->target = read_bytes(target, &n);
+  assert_int_equal(n, c->file_size);
+  int fd = open(p_journal, O_RDONLY);
+  assert_int_equal(dcr__journal_read(fd, &c->j, NULL), DCR_OK);
+  close(fd);
+  c->file = xmalloc(c->file_size);
+  c->damaged = xmalloc(c->journal_size);
+}
+
+static void crashed_free(crashed *c) {
+  free(c->journal), free(c->damaged), free(c->file), free(c->base), free(c->target);
+  dcr__journal_free(&c->j);
+}
+
+/* A random replay state of the file, and a random damage of the journal that
+ * changes at least one byte: a bit flipped, the file cut short, a 512-byte block
+ * zeroed, or its trailer or header rewritten with garbage. */
+static void damage(crashed *c) {
+  memcpy(c->file, c->base, c->file_size);
+  uint64_t torn = rng() % (3 * c->j.count); /* one in three cases tears a region */
+  for (uint64_t i = 0; i < c->j.count; i++) {
+    const dcr__jrecord *rec = &c->j.records[i];
+    size_t length = i == torn ? (size_t)(rng() % rec->length) : rng() & 1 ? (size_t)rec->length : 0;
+    memcpy(c->file + rec->offset, c->target + rec->offset, length);
+  }
+  do {
+    memcpy(c->damaged, c->journal, c->journal_size);
+    c->damaged_size = c->journal_size;
+    size_t at = (size_t)(rng() % c->journal_size);
+    switch (rng() % 5) {
+      case 0: c->damaged[at] ^= (uint8_t)(1u << (rng() & 7)); break;
+      case 1: c->damaged_size = at; break;
+      case 2: memset(c->damaged + (at & ~(size_t)511), 0,
+                     c->journal_size - (at & ~(size_t)511) < 512 ? c->journal_size - (at & ~(size_t)511) : 512);
+        break;
+      case 3: for (size_t i = c->journal_size - DCR__JOURNAL_TRAILER_SIZE; i < c->journal_size; i++)
+                c->damaged[i] = (uint8_t)rng();
+        break;
+      default: c->damaged[rng() % DCR__JOURNAL_HEADER_SIZE] = (uint8_t)rng(); break;
+    }
+  } while (c->damaged_size == c->journal_size && !memcmp(c->damaged, c->journal, c->journal_size));
+}
+
+typedef struct {
+  unsigned cases, failures, whole, foreign, kept, discarded, salvaged, torn_refused;
+} damage_tally;
+
+static int data_equal(const uint8_t *file, const uint8_t *want, size_t size, size_t prefix) {
+  return !memcmp(file + prefix, want + prefix, size - prefix);
+}
+
+/* The three ways a run meets the damaged journal: recovering alone, applying the
+ * bundle, and applying it with salvage. */
+static void damage_case(crashed *c, const char *bundle, size_t prefix, damage_tally *t) {
+  damage(c);
+  t->cases++;
+  int whole = data_equal(c->file, c->base, c->file_size, prefix) ||
+              data_equal(c->file, c->target, c->file_size, prefix);
+  int header_ok = c->damaged_size >= DCR__JOURNAL_HEADER_SIZE &&
+                  !memcmp(c->damaged, c->journal, DCR__JOURNAL_HEADER_SIZE);
+  /* a header whose magic or major version the damage changed reads as another
+   * program's file, or a newer dcr's: §18.3 steps 2-3, never removed */
+  static const uint8_t zeros[8];
+  int foreign = c->damaged_size >= DCR__JOURNAL_HEADER_SIZE && memcmp(c->damaged, zeros, 8) &&
+                memcmp(c->damaged, c->journal, 10);
+  t->whole += (unsigned)whole;
+  t->foreign += (unsigned)foreign;
+  const char *problem = NULL;
+  dcr_detail d;
+  int outcome = -1;
+  for (int run = 0; run < 3 && !problem; run++) {
+    write_bytes(p_work, c->file, c->file_size);
+    write_bytes(p_journal, c->damaged, c->damaged_size);
+    dcr_patch_stats st = {0};
+    int rc;
+    dcr__detail_init(&d);
+    if (run == 0) {
+      rc = dcr_journal_recover_known(p_work, 0, NULL, 0, &outcome, &d);
+    } else {
+      dcr_reader *r = open_bundle(bundle);
+      dcr_patch *p = new_patch(r, DCR_VERIFY_FULL, 1);
+      dcr_patch_set_sync(p, 0);
+      dcr_patch_set_salvage(p, run == 2);
+      rc = dcr_patch_file(p, p_work, &d);
+      st = stats_of(p);
+      dcr_patch_free(p);
+      dcr_reader_free(r);
+    }
+    size_t fn = 0, jn = 0;
+    uint8_t *file = read_bytes(p_work, &fn), *journal = read_bytes(p_journal, &jn);
+    int unchanged = fn == c->file_size && !memcmp(file, c->file, fn) && journal &&
+                    jn == c->damaged_size && !memcmp(journal, c->damaged, jn);
+    int at_target = fn == c->file_size && !memcmp(file, c->target, fn) && !journal;
+    if (run == 0) {
+      /* never removed unless the file is whole; removed when the header proves it */
+      if (rc == DCR_OK && outcome == DCR_JOURNAL_DISCARDED) {
+        if (!whole) problem = "recover removed the journal of a part-written file";
+        else if (journal || fn != c->file_size || memcmp(file, c->file, fn))
+          problem = "recover changed the file";
+        else t->discarded++;
+      } else if (rc != DCR_E_JOURNAL || !unchanged) {
+        problem = "recover did not keep both files as they were with DCR_E_JOURNAL";
+      } else if (whole && header_ok && !foreign) {
+        problem = "recover kept the journal of a whole file whose header proves it";
+      } else {
+        t->kept++;
+      }
+    } else if (run == 1) {
+      if (whole && !foreign ? rc != DCR_OK || !at_target || !st.journal_discarded
+                            : rc != DCR_E_JOURNAL || !unchanged)
+        problem = whole && !foreign
+                      ? "apply did not discard the journal of a whole file and finish"
+                      : "apply did not stop with DCR_E_JOURNAL, both files as they were";
+    } else {
+      if (rc == DCR_OK && at_target) t->salvaged += (unsigned)!whole;
+      else if (rc == DCR_E_BASE_MISMATCH && unchanged && !whole) t->torn_refused++;
+      else problem = "salvage neither finished the target nor refused, both files as they were";
+    }
+    if (problem)
+      print_message("DAMAGE case %u run %d: %s (%s \"%s\"; whole %d header %d)\n", t->cases, run,
+                    problem, dcr_error_name(rc), d.message, whole, header_ok);
+    free(file), free(journal);
+  }
+  t->failures += problem != NULL;
+}
+
+/* R-JNL-4 and R-JNL-5, as an adversary found them broken: a committed journal,
+ * the file part way through its replay, then the journal damaged (a bit, a cut,
+ * a zeroed block, garbage). No run may remove the journal while the file is not
+ * whole, nor change either file when it stops; a salvage finishes the file or
+ * stops. DCR_DAMAGE_CASES sets the count (default 1000). */
+static void test_journal_damaged_after_crash_mid_replay(void **state) {
+  (void)state;
+  const char *count_env = getenv("DCR_DAMAGE_CASES");
+  unsigned count = count_env ? (unsigned)strtoul(count_env, NULL, 10) : 1000;
+  damage_tally t = {0};
+  const char *bundles[] = {b_main, b_meta}, *targets[] = {p_target, p_meta};
+  rng_state = 0x6a6f75726e616cull;
+  for (int which = 0; which < 2; which++) {
+    crashed c = {0};
+    crash_mid_replay(&c, bundles[which], targets[which]);
+    size_t prefix = (size_t)c.file_size - DATA_BYTES; /* the state id leaves it out */
+    for (unsigned i = (unsigned)which; i < count; i += 2) damage_case(&c, bundles[which], prefix, &t);
+    crashed_free(&c);
+  }
+  unlink(p_journal);
+  print_message("damaged journals: %u cases, %u failures; %u whole files, %u foreign-looking "
+                "journals; recover kept %u, discarded %u; salvage finished %u part-written "
+                "files, refused %u torn\n", t.cases, t.failures, t.whole, t.foreign, t.kept,
+                t.discarded, t.salvaged, t.torn_refused);
+  assert_int_equal(t.failures, 0);
+}
+
 /* dcr.h: "running the same command again finishes the job". At NONE too: a rerun
  * that finds a committed journal of the very bundle it is given finishes that
  * journal, and the file is then the target; applying the bundle again on top
@@ -1365,6 +1544,7 @@ int main(void) {
       cmocka_unit_test(test_journal_recover_uncommitted_committed_and_foreign),
       cmocka_unit_test(test_inplace_rerun_finishes_committed_journal),
       cmocka_unit_test(test_inplace_none_rerun_after_recovery_is_target),
+      cmocka_unit_test(test_journal_damaged_after_crash_mid_replay),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

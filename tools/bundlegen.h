@@ -43,29 +43,6 @@ static uint8_t rnonzero(void) {
   return b;
 }
 
-static void xxh128(const void *p, size_t n, uint8_t out[16]) {
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits(p, n));
-  memcpy(out, c.digest, 16);
-}
-
-/* pieces(bytes), SPEC.md §1: XXH3-128 of each 4096-byte piece, concatenated. */
-static void piece_list(const uint8_t *p, size_t n, buf *out) {
-  for (size_t at = 0; at < n; at += 4096) {
-    uint8_t h[16];
-    xxh128(p + at, n - at < 4096 ? n - at : 4096, h);
-    bput(out, h, 16);
-  }
-}
-
-/* A tensor hash (§7) and a chunk check (§8.2). */
-static void tensor_hash(const uint8_t *p, size_t n, uint8_t out[16]) {
-  buf b = {0};
-  piece_list(p, n, &b);
-  xxh128(b.p, b.n, out);
-  bfree(&b);
-}
-
 static uint64_t chunk_check(const uint8_t *p, size_t n) {
   buf b = {0};
   piece_list(p, n, &b);

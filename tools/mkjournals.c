@@ -1,10 +1,13 @@
 /*
- * mkjournals.c - writes the golden test vectors of the apply journal 1.0, the
- * companion format of SPEC.md §18 (testvectors/journal-v1/).
+ * mkjournals.c - writes the golden test vectors of the apply journal, the
+ * companion format of SPEC.md §18: 1.0 (testvectors/journal-v1/, frozen) and 1.1
+ * (testvectors/journal-v1.1/: what a reader does with a journal it cannot replay,
+ * which depends on the checkpoint's state id, so its checkpoints are safetensors).
  *
  *   mkjournals OUTDIR
  *
- * writes OUTDIR/journal-v1/index.json and, beside it, the files of every vector:
+ * writes OUTDIR/journal-v1/index.json (and journal-v1.1/index.json) and, beside
+ * each, the files of every vector:
  *
  *   ckpt/NAME.bin              checkpoints: each vector's "before" and, for the
  *                              journals that replay, its expected "after"
@@ -43,7 +46,8 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#define SEED 0x44434a726e6c3130ull /* "DCJrnl10" */
+#define SEED 0x44434a726e6c3130ull   /* "DCJrnl10" */
+#define SEED11 0x44434a726e6c3131ull /* "DCJrnl11": the 1.1 vectors */
 #define ZLEVEL 3                   /* zstd level of libzstd-written frames */
 #define VECGEN_NAME "mkjournals"
 #include "vecgen.h"
@@ -428,9 +432,11 @@ static int counts[3];
 static const char *const outcomes[3] = {"replayed", "uncommitted", "error"};
 
 
+static const char *folder = "journal-v1"; /* then journal-v1.1 */
+
 static void write_file(const char *rel, const buf *b, char sha[65]) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/journal-v1/%s", root, rel);
+  snprintf(path, sizeof path, "%s/%s/%s", root, folder, rel);
   write_sha(path, b->p, b->n, sha);
 }
 
@@ -1984,9 +1990,262 @@ static void order_vectors(void) {
 
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------ */
+/* Journal 1.1 (testvectors/journal-v1.1/): what a reader does with a journal it
+ * cannot replay (SPEC.md §18.4, R-JNL-3, R-JNL-4), which depends on the state of the
+ * checkpoint beside it. The checkpoints are safetensors files, so that a reader
+ * can compute their state ids (§7); the journal names the real ones. */
+
+/* A safetensors file of two tensors: "b" F32 [1024], then "w" BF16 [2048]. */
+typedef struct {
+  buf file;
+  size_t data_at; /* where the data region starts */
+  uint8_t state[16];
+} st_ckpt;
+
+static void st_state(st_ckpt *c) {
+  static const struct {
+    const char *name;
+    uint8_t dtype;
+    uint64_t dim, offset, length;
+  } t[2] = {{"b", 12, 1024, 0, 4096}, {"w", 9, 2048, 4096, 4096}};
+  buf ser = {0};
+  for (int i = 0; i < 2; i++) { /* bytewise name order */
+    uint8_t h[16];
+    bu16(&ser, strlen(t[i].name));
+    bput(&ser, t[i].name, strlen(t[i].name));
+    bu8(&ser, t[i].dtype);
+    bu8(&ser, 1);
+    bu64(&ser, t[i].dim);
+    bu64(&ser, t[i].length);
+    tensor_hash(c->file.p + c->data_at + t[i].offset, (size_t)t[i].length, h);
+    bput(&ser, h, 16);
+  }
+  xxh128(ser.p, ser.n, c->state);
+  bfree(&ser);
+}
+
+static st_ckpt st_make(const buf *data) {
+  static const char json[] = "{\"b\":{\"dtype\":\"F32\",\"shape\":[1024],\"data_offsets\":[0,4096]},"
+                             "\"w\":{\"dtype\":\"BF16\",\"shape\":[2048],\"data_offsets\":[4096,8192]}}";
+  st_ckpt c = {0};
+  size_t n = strlen(json), padded = (n + 7) & ~(size_t)7;
+  bu64(&c.file, padded);
+  bput(&c.file, json, n);
+  bfill(&c.file, ' ', padded - n);
+  c.data_at = c.file.n;
+  bput(&c.file, data->p, data->n);
+  st_state(&c);
+  return c;
+}
+
+static void hex16(const uint8_t *p, char out[33]) {
+  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+static json_t *vectors11;
+static int counts11[4];
+static const char *const outcomes11[4] = {"replayed", "discarded", "kept", "unpublished"};
+
+typedef struct {
+  const char *name;   /* "<outcome>/<short name>" */
+  const char *covers; /* comma-separated SPEC.md ids and sections */
+  const char *text;
+  const uint8_t *known[2]; /* states the reader is given (R-JNL-4), or NULL */
+} vec11;
+
+/* One vector: the checkpoint before, the journal at CKPT.dcr-journal and the one at
+ * CKPT.dcr-journal.tmp (either may be NULL), and `after` for replayed ones. */
+static void emit11(const vec11 *v, const buf *before, const buf *journal, const buf *temp,
+                   const buf *after) {
+  int o = 0;
+  size_t len = 0;
+  while (o < 4 && (len = strlen(outcomes11[o]), strncmp(v->name, outcomes11[o], len) ||
+                                                    v->name[len] != '/'))
+    o++;
+  if (o == 4) die("%s: the name must start with its outcome", v->name);
+  if ((o == 0) != (after != NULL)) die("%s: an after file iff replayed", v->name);
+  const char *short_name = v->name + len + 1;
+  char jrel[512], trel[512], jsha[65], tsha[65], nb[300];
+  const char *bsha, *asha = NULL, *arel = NULL;
+  snprintf(jrel, sizeof jrel, "%s.dcr-journal", v->name);
+  snprintf(trel, sizeof trel, "%s.dcr-journal.tmp", v->name);
+  if (journal) write_file(jrel, journal, jsha);
+  if (temp) write_file(trel, temp, tsha);
+  snprintf(nb, sizeof nb, "%s-before", short_name);
+  const char *brel = ckpt_file(nb, before, &bsha);
+  if (after) {
+    snprintf(nb, sizeof nb, "%s-after", short_name);
+    arel = ckpt_file(nb, after, &asha);
+  }
+  json_t *known = json_array();
+  for (int i = 0; i < 2 && v->known[i]; i++) {
+    char h[33];
+    hex16(v->known[i], h);
+    json_array_append_new(known, json_string(h));
+  }
+  json_t *obj = json_pack(
+      "{s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "name", v->name, "outcome", outcomes11[o],
+      "error", o == 2 ? json_string("DCR_E_JOURNAL") : json_null(), "before", brel, "journal",
+      journal ? json_string(jrel) : json_null(), "journal_tmp",
+      temp ? json_string(trel) : json_null(), "after", arel ? json_string(arel) : json_null(),
+      "known_states", known);
+  json_object_set_new(obj, "sha256",
+                      json_pack("{s:s, s:o, s:o, s:o}", "before", bsha, "journal",
+                                journal ? json_string(jsha) : json_null(), "journal_tmp",
+                                temp ? json_string(tsha) : json_null(), "after",
+                                asha ? json_string(asha) : json_null()));
+  json_object_set_new(obj, "covers", csv(v->covers));
+  json_object_set_new(obj, "description", json_string(v->text));
+  json_array_append_new(vectors11, obj);
+  counts11[o]++;
+}
+
+#define V11(n, c, t) (&(vec11){.name = n, .covers = c, .text = t})
+/* ... given the base and target states */
+#define V11K(n, c, t, b, tg) (&(vec11){.name = n, .covers = c, .text = t, .known = {b, tg}})
+
+static void journal11_vectors(void) {
+  /* base, target: a step that changes elements of both tensors */
+  buf data = rbytes(8192);
+  for (size_t i = 4096; i < 8192; i += 2) data.p[i + 1] = (uint8_t)(0x3c + (data.p[i + 1] & 1));
+  st_ckpt base = st_make(&data);
+  uint64_t bpos[5] = {3, 70, 71, 500, 1023}, wpos[4] = {0, 17, 1800, 2047};
+  buf bvals = rbytes(5 * 4), wvals = {0};
+  for (size_t i = 0; i < 4; i++) {
+    const uint8_t *e = data.p + 4096 + 2 * wpos[i];
+    unsigned v = (unsigned)(e[0] | e[1] << 8) + 1; /* one unit in the last place */
+    bu16(&wvals, v & 0xffff);
+  }
+  buf tdata = bdup(&data);
+  for (size_t i = 0; i < 5; i++) memcpy(tdata.p + 4 * bpos[i], bvals.p + 4 * i, 4);
+  for (size_t i = 0; i < 4; i++) memcpy(tdata.p + 4096 + 2 * wpos[i], wvals.p + 2 * i, 2);
+  st_ckpt target = st_make(&tdata);
+  if (!memcmp(base.state, target.state, 16)) die("journal 1.1: the step changes nothing");
+
+  /* The journal a 1.1 writer makes: form 1 records, one per tensor, minor 1. */
+  jnl j;
+  jinit(&j, base.file.n);
+  j.minor = 1;
+  memcpy(j.base_state, base.state, 16);
+  memcpy(j.target_state, target.state, 16);
+  uint64_t brel[5], wrel[4];
+  for (size_t i = 0; i < 5; i++) brel[i] = bpos[i] - bpos[0];
+  for (size_t i = 0; i < 4; i++) wrel[i] = wpos[i] - wpos[0];
+  rec_elems(&j, base.data_at + 4 * bpos[0], 4 * (bpos[4] - bpos[0] + 1), 4, brel, 5, &bvals, 0);
+  rec_elems(&j, base.data_at + 4096 + 2 * wpos[0], 2 * (wpos[3] - wpos[0] + 1), 2, wrel, 4, &wvals, 1);
+  buf jb = {0};
+  serialize(&j, &base.file, &jb);
+  buf after = replay(&j, &base.file);
+  if (after.n != target.file.n || memcmp(after.p, target.file.p, after.n))
+    die("journal 1.1: the journal does not replay to the target");
+  /* part way through the replay: the first record's region written, not the second */
+  buf mid = bdup(&base.file);
+  memcpy(mid.p + j.r[0].offset, target.file.p + j.r[0].offset, (size_t)j.r[0].length);
+
+  /* damages that make the journal unusable */
+  buf flipped = bdup(&jb); /* a bit of the second record's payload: step 6 */
+  size_t second = HEADER + RECHDR + (size_t)get64(jb.p + HEADER + 24) + RECHDR;
+  if (second + 2 >= jb.n - TRAILER) die("journal 1.1: no second payload");
+  flipped.p[second + 2] ^= 0x10;
+  buf cut = bmem(jb.p, jb.n - 9); /* cut inside its trailer: step 6 */
+  buf torn_header = bdup(&jb);     /* header_check off by one bit: step 4 */
+  torn_header.p[56] ^= 1;
+  recheck(&torn_header);
+  buf misfit = {0}; /* committed, but a region check that no file gives: step 8 */
+  j.r[1].check_set = 1, j.r[1].region_check = 0x0123456789abcdefull;
+  serialize(&j, &base.file, &misfit);
+  j.r[1].check_set = 0;
+  buf foreign = bdup(&jb); /* another program's file: step 2 */
+  foreign.p[0] = 'X';
+  buf newer = bdup(&jb); /* a newer major version: step 3 */
+  newer.p[8] = 2;
+  recheck_all(&newer);
+  buf unparsable = bdup(&mid); /* a checkpoint whose header length is gone */
+  memset(unparsable.p, 0, 8);
+  buf junk = rbytes(700);
+
+  emit11(V11("replayed/published", "R-JNL-1,R-JNL-3,§18.1,§18.4",
+             "the journal a 1.1 writer publishes (minor 1, the real state ids of its base and "
+             "target), replayed onto its base"),
+         &base.file, &jb, NULL, &after);
+  emit11(V11("replayed/part-written", "R-JNL-3,§18.4",
+             "the same journal onto the file a crash left part way through its replay (the "
+             "first record's region written, not the second): replaying finishes it"),
+         &mid, &jb, NULL, &after);
+  emit11(V11("replayed/temp-and-published", "R-JNL-3,§18.1",
+             "the published journal, and beside it a journal under the temporary name (left by "
+             "a writer killed before its rename): the temporary one goes, the other replays"),
+         &base.file, &jb, &junk, &after);
+  emit11(V11("discarded/damaged-beside-base", "R-JNL-4,§18.3",
+             "a bit of the journal's payload flipped (step 6: uncommitted) beside its base: the "
+             "header, which checks, names the file's state as the journal's base, so the journal "
+             "never reached it and goes"),
+         &base.file, &flipped, NULL, NULL);
+  emit11(V11("discarded/cut-beside-target", "R-JNL-4,§18.3",
+             "the journal cut inside its trailer beside its target: the replay had finished, so "
+             "the journal goes"),
+         &target.file, &cut, NULL, NULL);
+  emit11(V11("discarded/misfit-beside-base", "R-JNL-4,§18.3",
+             "a committed journal whose second record's region_check no file gives (step 8), "
+             "beside its base: unusable, and the file is proven whole, so it goes"),
+         &base.file, &misfit, NULL, NULL);
+  emit11(V11K("discarded/torn-header-known-base", "R-JNL-4",
+             "a torn header (step 4) beside the base, and the reader is given the base and "
+             "target states (it is about to apply the bundle): the file's state is one of them",
+             base.state, target.state),
+         &base.file, &torn_header, NULL, NULL);
+  emit11(V11("kept/damaged-part-written", "R-JNL-3,R-JNL-4",
+             "a bit of the journal's payload flipped beside the file a crash left part way "
+             "through its replay: removing it would leave a checkpoint nothing finishes, so "
+             "both files stay as they are"),
+         &mid, &flipped, NULL, NULL);
+  emit11(V11("kept/cut-part-written", "R-JNL-3,R-JNL-4",
+             "the journal cut inside its trailer beside the part-written file"),
+         &mid, &cut, NULL, NULL);
+  emit11(V11("kept/misfit-part-written", "R-JNL-3,R-JNL-4",
+             "a committed journal that fails step 8 beside the part-written file"),
+         &mid, &misfit, NULL, NULL);
+  emit11(V11("kept/torn-header-base", "R-JNL-4",
+             "a torn header beside the base, no states given: the header's states cannot be "
+             "trusted, so nothing proves the file whole"),
+         &base.file, &torn_header, NULL, NULL);
+  emit11(V11K("kept/known-states-part-written", "R-JNL-4",
+             "the damaged journal beside the part-written file, the base and target states "
+             "given: the file is neither",
+             base.state, target.state),
+         &mid, &flipped, NULL, NULL);
+  emit11(V11("kept/unreadable-checkpoint", "R-JNL-4",
+             "the damaged journal beside a file that cannot be read as a checkpoint (its header "
+             "length zeroed): it proves nothing"),
+         &unparsable, &flipped, NULL, NULL);
+  emit11(V11("kept/foreign-beside-base", "R-JNL-3,§18.3",
+             "a file whose magic is not a journal's (step 2) beside the base: foreign, never "
+             "removed, though the file is whole"),
+         &base.file, &foreign, NULL, NULL);
+  emit11(V11K("kept/newer-major-beside-target", "R-JNL-3,§18.3",
+             "a journal of major version 2 (step 3) beside the target: foreign, never removed",
+             base.state, target.state),
+         &target.file, &newer, NULL, NULL);
+  emit11(V11("unpublished/committed-temp-part-written", "R-JNL-3,§18.1",
+             "a whole committed journal under the temporary name only, beside the part-written "
+             "file: never published, so it never reached the file; it goes and is not replayed "
+             "(the file stays as it is)"),
+         &mid, NULL, &jb, NULL);
+  emit11(V11("unpublished/garbage-temp", "R-JNL-3,§18.1",
+             "700 random bytes under the temporary name beside the base: they go"),
+         &base.file, NULL, &junk, NULL);
+
+  bfree(&data), bfree(&tdata), bfree(&bvals), bfree(&wvals), bfree(&base.file);
+  bfree(&target.file), bfree(&jb), bfree(&after), bfree(&mid), bfree(&flipped), bfree(&cut);
+  bfree(&torn_header), bfree(&misfit), bfree(&foreign), bfree(&newer), bfree(&unparsable);
+  bfree(&junk);
+  jfree(&j);
+}
+
 static void write_index(json_t *index) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/journal-v1/index.json", root);
+  snprintf(path, sizeof path, "%s/%s/index.json", root, folder);
   write_json(path, index);
 }
 
@@ -2054,5 +2313,46 @@ int main(int argc, char **argv) {
       counts[0], "uncommitted", counts[1], "error", counts[2], "vectors", vectors));
   fprintf(stderr, "mkjournals: %d replayed, %d uncommitted, %d error vectors in %s/journal-v1\n",
           counts[0], counts[1], counts[2], root);
+
+  /* journal 1.1: its own folder, checkpoints and PRNG stream */
+  folder = "journal-v1.1";
+  ncks = 0;
+  rng_state = SEED11;
+  vectors11 = json_array();
+  journal11_vectors();
+  write_index(json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:{s:i, s:i, s:i, s:i}, s:o}", "format",
+      "DCR apply journal", "format_version", "1.1", "spec", "SPEC.md §18", "root", ".",
+      "generator", "tools/mkjournals.c (make vectors); seed 0x44434a726e6c3131", "zstd_version",
+      zver, "usage",
+      "for each vector: copy `before` to a file CKPT, `journal` (if not null) to "
+      "CKPT.dcr-journal and `journal_tmp` (if not null) to CKPT.dcr-journal.tmp in the same "
+      "folder, recover CKPT (SPEC.md §18.4) with `known_states` as the states the reader is "
+      "given (R-JNL-4), and compare with `outcome`. The checkpoints are safetensors files "
+      "(§2.1) whose state ids (§7) decide. Paths are relative to the folder of this index",
+      "outcomes", json_pack(
+          "{s:s, s:s, s:s, s:s}", "replayed",
+          "recovering CKPT succeeds and says it replayed a journal; CKPT is then exactly `after`; "
+          "neither journal file is left",
+          "discarded",
+          "recovering CKPT succeeds and says it removed a journal it could not replay (R-JNL-4: "
+          "CKPT is a whole state the journal could be for); CKPT is exactly `before`; neither "
+          "journal file is left",
+          "kept",
+          "recovering CKPT fails with `error` (DCR_E_JOURNAL); CKPT and CKPT.dcr-journal are both "
+          "exactly as they were (R-JNL-3, R-JNL-4)",
+          "unpublished",
+          "recovering CKPT succeeds and replays nothing; CKPT is exactly `before`; "
+          "CKPT.dcr-journal.tmp is gone (R-JNL-3: it never reached the file)"),
+      "requirements_without_vectors", json_pack(
+          "{s:s}", "R-JNL-5",
+          "a salvage reads a bundle and proves its result before it writes: a property of a "
+          "process over a bundle and a file, not of a journal; tested by tests/test_refit.c "
+          "(1000 damaged journals after a crash part way through a replay, each salvaged or "
+          "refused with both files as they were) and tests/cli_refit_test.sh"),
+      "counts", "replayed", counts11[0], "discarded", counts11[1], "kept", counts11[2],
+      "unpublished", counts11[3], "vectors", vectors11));
+  fprintf(stderr, "mkjournals: %d replayed, %d discarded, %d kept, %d unpublished vectors in "
+          "%s/journal-v1.1\n", counts11[0], counts11[1], counts11[2], counts11[3], root);
   return 0;
 }

@@ -140,6 +140,30 @@ static VECGEN_UNUSED buf rbytes(size_t n) {
 }
 static VECGEN_UNUSED uint64_t xxh64(const void *p, size_t n) { return XXH3_64bits(p, n); }
 
+/* XXH3-128 in its canonical (big-endian) bytes, SPEC.md §1. */
+static VECGEN_UNUSED void xxh128(const void *p, size_t n, uint8_t out[16]) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits(p, n));
+  memcpy(out, c.digest, 16);
+}
+
+/* pieces(bytes), SPEC.md §1: XXH3-128 of each 4096-byte piece, concatenated. */
+static VECGEN_UNUSED void piece_list(const uint8_t *p, size_t n, buf *out) {
+  for (size_t at = 0; at < n; at += 4096) {
+    uint8_t h[16];
+    xxh128(p + at, n - at < 4096 ? n - at : 4096, h);
+    bput(out, h, 16);
+  }
+}
+
+/* A tensor hash, SPEC.md §7: XXH3-128 of the piece list. */
+static VECGEN_UNUSED void tensor_hash(const uint8_t *p, size_t n, uint8_t out[16]) {
+  buf b = {0};
+  piece_list(p, n, &b);
+  xxh128(b.p, b.n, out);
+  bfree(&b);
+}
+
 /* ---- SHA-256 (FIPS 180-4), for the index: no library needed to check it */
 
 static const uint32_t sha_k[64] = {

@@ -225,6 +225,9 @@ class PatchStats:
     replaced: Tuple[str, ...] = ()  # apply_to: names whose array was replaced (recoded)
     removed: Tuple[str, ...] = ()  # apply_to: names deleted from the mapping
     reshaped: Tuple[str, ...] = ()  # apply_to: names given a view of their new shape
+    journal_discarded: bool = False  # in place: a journal that could not be replayed was
+    # removed, the file being proven its base or target (SPEC.md §18.4, R-JNL-4)
+    salvaged: bool = False  # in place: a part-written file was finished (salvage=True)
 
 
 class Cancel:
@@ -717,7 +720,8 @@ class Bundle(_Closing):
         s = _lib.PatchStatsC()
         L.dcr_patch_stats_get(p, ctypes.byref(s), ctypes.sizeof(s))
         return PatchStats(bool(s.already_target), bool(s.recovered), s.chunks_patched, s.bytes_checked,
-                          s.bytes_written, s.journal_bytes, **names)
+                          s.bytes_written, s.journal_bytes, **names,
+                          journal_discarded=bool(s.journal_discarded), salvaged=bool(s.salvaged))
 
     def apply_in_place(
         self,
@@ -726,6 +730,7 @@ class Bundle(_Closing):
         verify: str = "full",
         threads: Optional[int] = None,
         sync: bool = True,
+        salvage: bool = False,
         progress: Optional[Progress] = None,
         cancel: Optional[Cancel] = None,
     ) -> PatchStats:
@@ -736,12 +741,16 @@ class Bundle(_Closing):
         otherwise :class:`dcr.ArgumentError`; use :meth:`apply_file`.
 
         verify: "full" (every tensor hash, the default), "chunk" (changed chunks
-        only) or "none" (trusted)."""
+        only) or "none" (trusted). A journal that cannot be replayed beside a file
+        that is not a whole state raises :class:`dcr.FormatError` (DCR_E_JOURNAL)
+        and changes nothing; ``salvage=True`` then finishes the file from this
+        bundle if every changed chunk is its base's or its target's (SPEC.md §18.4)."""
         with self._lock:
             cb = _Callbacks(progress, cancel)
             p = self._patch(verify, threads, cb)
             try:
                 L.dcr_patch_set_sync(p, int(sync))
+                L.dcr_patch_set_salvage(p, int(salvage))
                 d = _lib.Detail()
                 rc = L.dcr_patch_file(p, _path(path), ctypes.byref(d))
                 cb.reraise()

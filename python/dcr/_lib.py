@@ -249,6 +249,8 @@ class PatchStatsC(Structure):
         ("bytes_checked", c_uint64),
         ("bytes_written", c_uint64),
         ("journal_bytes", c_uint64),
+        ("journal_discarded", c_int),
+        ("salvaged", c_int),
     ]
 
 
@@ -431,6 +433,7 @@ _F = [
     ("dcr_patch_set_progress", None, [c_void_p, PROGRESS_FN, c_void_p]),
     ("dcr_patch_set_cancel", None, [c_void_p, POINTER(c_int)]),
     ("dcr_patch_set_sync", None, [c_void_p, c_int]),
+    ("dcr_patch_set_salvage", None, [c_void_p, c_int]),
     ("dcr_patch_stats_get", None, [c_void_p, POINTER(PatchStatsC), c_size_t]),
     ("dcr_patch_memory", c_int, [c_void_p, RESOLVE_FN, c_void_p, POINTER(Detail)]),
     ("dcr_patch_file", c_int, [c_void_p, c_char_p, POINTER(Detail)]),

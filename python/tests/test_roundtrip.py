@@ -108,6 +108,28 @@ def test_apply_in_place(pairs, tmp_path, level):
     assert not os.path.exists(str(work) + ".dcr-journal")
 
 
+def test_in_place_damaged_journal_kept_then_salvaged(tmp_path):
+    """SPEC.md §18.4 through Python: a damaged journal beside a part-written file
+    (testvectors/journal-v1.1) stops the apply with DCR_E_JOURNAL, changing
+    nothing; salvage=True finishes it."""
+    jv = os.path.join(os.path.dirname(__file__), "..", "..", "testvectors", "journal-v1.1")
+    before, after = (os.path.join(jv, "ckpt", n) for n in ("published-before.bin", "published-after.bin"))
+    dcr.encode(before, after, tmp_path / "j.dcr")
+    work = tmp_path / "w.safetensors"
+    journal = tmp_path / "w.safetensors.dcr-journal"
+    mid = read(os.path.join(jv, "ckpt", "part-written-before.bin"))
+    damaged = read(os.path.join(jv, "kept", "damaged-part-written.dcr-journal"))
+    work.write_bytes(mid)
+    journal.write_bytes(damaged)
+    b = dcr.Bundle(tmp_path / "j.dcr")
+    with pytest.raises(dcr.Error) as e:
+        b.apply_in_place(work, sync=False)
+    assert e.value.name == "DCR_E_JOURNAL" and read(str(work)) == mid and read(str(journal)) == damaged
+    st = b.apply_in_place(work, sync=False, salvage=True)
+    assert st.salvaged and st.journal_discarded and read(str(work)) == read(after)
+    assert not journal.exists()
+
+
 def test_in_place_refuses_a_new_layout(pairs, tmp_path):
     base, target = pairs["mixed"]
     dcr.encode(base, target, tmp_path / "s.dcr")
