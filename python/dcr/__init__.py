@@ -57,7 +57,9 @@ from ._errors import (
     check,
     error_message,
     error_name,
+    renamed,
 )
+from ._checkpoint import opened_checkpoint, reader_limits
 from ._safetensors import TensorData, Tensors, load_safetensors, memory_file, save_safetensors
 
 __all__ = [
@@ -271,16 +273,7 @@ def encode_tensors(
                 return encode_bytes(bp, tp, **options)
             return encode(bp, tp, out, **options)
         except Error as e:
-            raise _renamed(e, {bp: "<base tensors>", tp: "<target tensors>"}) from None
-
-
-def _renamed(e: Error, names: Mapping[str, str]) -> Error:
-    f = e.detail.file
-    if f in names:
-        from dataclasses import replace as _replace
-
-        e = type(e)(_replace(e.detail, file=names[f]))
-    return e
+            raise renamed(e, {bp: "<base tensors>", tp: "<target tensors>"}) from None
 
 
 def state_id(source: Union[PathLike, Mapping[str, Any]], *, raw: bool = False, threads: int = 0,
@@ -299,26 +292,18 @@ def state_id(source: Union[PathLike, Mapping[str, Any]], *, raw: bool = False, t
             try:
                 return _state_id_path(p, 1, threads, max_memory)
             except Error as e:
-                raise _renamed(e, {p: "<tensors>"}) from None
+                raise renamed(e, {p: "<tensors>"}) from None
     path = checkpoint_path(source)
     kind = 0 if raw else 3 if os.path.isdir(path) else 1
     return _state_id_path(path, kind, threads, max_memory)
 
 
 def _state_id_path(path: PathLike, kind: int, threads: int, max_memory: int) -> str:
-    lim = _lib.Limits()
-    L.dcr_limits_default(ctypes.byref(lim))
-    if max_memory:
-        lim.max_memory = max_memory
-    ck = ctypes.c_void_p()
-    d = _lib.Detail()
-    check(L.dcr_checkpoint_open(ctypes.byref(ck), _b(path), kind, ctypes.byref(lim), ctypes.byref(d)), d)
-    try:
+    with opened_checkpoint(path, kind, reader_limits(max_memory)) as ck:
         out = (ctypes.c_uint8 * 16)()
+        d = _lib.Detail()
         check(L.dcr_checkpoint_state_id(ck, threads, ctypes.byref(out), ctypes.byref(d)), d)
         return bytes(out).hex()
-    finally:
-        L.dcr_checkpoint_free(ck)
 
 
 def validate(

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _lib
 from ._buffers import region
+from ._checkpoint import reader_limits
 from ._errors import Detail, Error, argument_error, check, error_name
 
 L = _lib.lib
@@ -356,14 +357,7 @@ class Bundle(_Closing):
         self._lock = threading.RLock()
         self._keep: Any = None
         self.path: Optional[str] = None
-        lim = _lib.Limits()
-        L.dcr_limits_default(ctypes.byref(lim))
-        if max_memory:
-            lim.max_memory = max_memory
-        for k, v in (limits or {}).items():
-            if k.startswith("_") or k == "reserved_" or not hasattr(lim, k):
-                raise argument_error(f"unknown limit {k!r}")
-            setattr(lim, k, int(v))
+        lim = reader_limits(max_memory, limits)
         d = _lib.Detail()
         if isinstance(source, str) and source.lower().startswith(("http://", "https://")):
             self.path = source

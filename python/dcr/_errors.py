@@ -3,8 +3,8 @@ number and the detail (file, offset, section, tensor, chunk, message) it reporte
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, Optional, Type
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Mapping, Optional, Type
 
 from . import _lib
 
@@ -171,4 +171,13 @@ def argument_error(message: str, tensor_name: Optional[str] = None) -> ArgumentE
     """A DCR_E_ARGUMENT raised by this package itself, before calling the library."""
     e = make_error(3, message=message, tensor_name=tensor_name)
     assert isinstance(e, ArgumentError)
+    return e
+
+
+def renamed(e: Error, names: Mapping[str, str]) -> Error:
+    """e, or where its detail names a file in names (a /proc/self/fd path the
+    library was given), the same error naming the file the caller knows."""
+    f = e.detail.file
+    if f in names:
+        e = type(e)(replace(e.detail, file=names[f]))
     return e

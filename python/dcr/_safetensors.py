@@ -12,7 +12,8 @@ import os
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._buffers import Region, region
-from ._errors import argument_error
+from ._checkpoint import checkpoint_tensors, opened_checkpoint, reader_limits, summary
+from ._errors import Error, argument_error, make_error, renamed
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -148,29 +149,69 @@ _LOAD_DTYPES = {
 }
 
 
-def load_safetensors(path: PathLike) -> Tensors:
+def load_safetensors(path: PathLike, *, max_memory: int = 0, limits: Optional[Mapping[str, int]] = None) -> Tensors:
     """Reads a safetensors file into writable numpy arrays (one buffer, one view per
-    tensor), for patching in memory with :meth:`Bundle.apply_to`. BF16 and float8
-    tensors come as unsigned integers of their width (numpy has no such floats);
-    other dtypes the format allows (packed 4- and 6-bit floats...) as uint8 bytes."""
+    tensor, in bytewise name order), for patching in memory with
+    :meth:`Bundle.apply_to`. BF16 and float8 tensors come as unsigned integers of
+    their width (numpy has no such floats); other dtypes the format allows (packed
+    4- and 6-bit floats...), and a tensor of no elements whose shape numpy cannot
+    hold (``[2**62, 0]`` of BF16), as their uint8 bytes.
+
+    The header is read by libdcr, as strictly as ``dcr apply`` reads a checkpoint
+    (SPEC.md §2.1): a file it does not accept raises :class:`dcr.Error` with its code
+    (:class:`dcr.CheckpointError` and the other format errors, :class:`dcr.IOFailure`
+    for a file that cannot be read or shrinks while it is read). ``max_memory`` and
+    ``limits`` are the reader's, as for :class:`Bundle`; the data region is read
+    into memory whole, whatever its size."""
     import numpy as np
 
-    with open(os.fspath(path), "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-        header.pop("__metadata__", None)
-        data = np.empty(max(e["data_offsets"][1] for e in header.values()) if header else 0, np.uint8)
-        got = f.readinto(memoryview(data)) if data.nbytes else 0
-        if got != data.nbytes:
-            raise argument_error(f"{os.fspath(path)}: truncated safetensors file")
-    out = Tensors(dtypes={name: e["dtype"] for name, e in header.items()})
-    for name, e in header.items():
-        b, end = e["data_offsets"]
-        raw = data[b:end]
-        dt = _LOAD_DTYPES.get(e["dtype"])
-        shape = tuple(e["shape"])
-        if dt is not None and np.dtype(dt).itemsize * int(np.prod(shape, dtype=np.int64)) == raw.nbytes:
-            out[name] = raw.view(dt).reshape(shape)
-        else:
-            out[name] = raw
+    shown = os.fspath(path)
+    try:
+        fd = os.open(shown, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise make_error(1, message=f"cannot open: {e.strerror}", file=shown) from None
+    try:
+        # The library opens the file this descriptor holds, so that the bytes read
+        # below are those of the header it checked, even if path is replaced.
+        proc = f"/proc/self/fd/{fd}"
+        try:
+            with opened_checkpoint(proc, 1, reader_limits(max_memory, limits)) as ck:
+                info = summary(ck)
+                tensors = checkpoint_tensors(ck)
+        except Error as e:
+            raise renamed(e, {proc: shown}) from None
+        size = info.file_size - info.prefix_length
+        try:
+            data = np.empty(size, np.uint8)
+        except MemoryError:
+            raise make_error(2, message=f"cannot allocate the {size}-byte data region", file=shown) from None
+        _read_at(fd, memoryview(data), info.prefix_length, shown)
+    finally:
+        os.close(fd)
+    out = Tensors(dtypes={t.name: t.dtype for t in tensors})
+    for t in tensors:
+        raw = data[t.offset : t.offset + t.byte_length]
+        dt = _LOAD_DTYPES.get(t.dtype)
+        out[t.name] = raw
+        if dt is not None:
+            try:
+                out[t.name] = raw.view(dt).reshape(t.shape)
+            except ValueError:  # no elements, but dimensions numpy's sizes overflow (R-ST-4 allows them)
+                pass
     return out
+
+
+def _read_at(fd: int, into: memoryview, offset: int, shown: str) -> None:
+    """Fills into from the file at offset; a file that ends before is one that shrank
+    after the library read its size, an I/O failure (as libdcr reports it)."""
+    done = 0
+    while done < into.nbytes:
+        at = offset + done
+        try:
+            n = os.preadv(fd, [into[done : done + (1 << 30)]], at)
+        except OSError as e:
+            raise make_error(1, message=f"read failed at offset {at}: {e.strerror}", file=shown) from None
+        if n == 0:
+            raise make_error(1, message=f"file ends early (offset {at}): it shrank while being read",
+                             file=shown, offset=at)
+        done += n
