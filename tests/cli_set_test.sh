@@ -202,6 +202,27 @@ EOF
   run apply hf/snapshots/abc s.dcr -o OH; want_rc 0 "apply to a snapshot of links"; same_tree OH T
 }
 
+# More members than the process may open (issue #32): members are opened when
+# read or written, a bounded number at a time, so 5000 files go through every
+# command under ulimit -n 256 (before, each member held a descriptor throughout).
+t_many_members() {
+  python3 - <<'EOF' || return $(fail "cannot write the 5000-file sets")
+import os
+for side in ("MB", "MT"):
+    for i in range(5000):
+        d = "%s/d%d" % (side, i // 500)
+        os.makedirs(d, exist_ok=True)
+        with open("%s/f%04d.txt" % (d, i), "wb") as f:
+            f.write(b"%d-%d " % (i, side == "MT" and i % 7 == 0) * 3)
+EOF
+  limited() { (ulimit -n 256 && "$DCR" "$@") >o 2>e; RC=$?; }
+  limited encode MB MT -o m.dcr -q; want_rc 0 "encode 5000 members under ulimit -n 256" || return
+  limited apply MB m.dcr -o MO; want_rc 0 "apply -o"; same_tree MO MT
+  limited validate m.dcr --base MB --target MT; want_rc 0 "validate --base --target"
+  limited id MB; want_rc 0 "id"; [ "$(cut -d' ' -f1 o)" = "$(id_of MB)" ] || fail "the id under the limit is the id"
+  limited inspect MB; want_rc 0 "inspect"; has o "5000 tensors" "inspect reads every member"
+}
+
 tcase "set round trip, moved tensor" t_round_trip
 tcase "set state id" t_state_id
 tcase "vocabulary growth" t_vocabulary_growth
@@ -211,5 +232,6 @@ tcase "retry and wrong bases" t_retry_and_wrong_base
 tcase "output rules" t_output_rules
 tcase "crash during apply -f" t_crash
 tcase "refusals" t_refusals
+tcase "more members than descriptors" t_many_members
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]
