@@ -18,15 +18,16 @@
 
 #include "set_output.h"
 
-/* Removes the tree at dir_fd/name; best effort (a cleanup). */
+/* Removes the tree at dir_fd/name, or whatever is there that is not a directory
+ * (never what a link leads to); best effort (a cleanup). */
 static void remove_tree(int dir_fd, const char *name) {
+  if (!unlinkat(dir_fd, name, 0) || (errno != EISDIR && errno != EPERM)) return;
   int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
   struct dirent *e;
   while (dir && (e = readdir(dir))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    if (unlinkat(fd, e->d_name, 0) && (errno == EISDIR || errno == EPERM))
-      remove_tree(fd, e->d_name);
+    remove_tree(fd, e->d_name);
   }
   if (dir) closedir(dir);
   else if (fd >= 0) close(fd);
@@ -171,6 +172,12 @@ static int sync_tree(int fd) {
   return rc ? rc : fsync(fd) ? errno : 0;
 }
 
+/* After the exchange, whether what was at dest (now at tmp_name) is a directory. */
+static int replaced_a_directory(const dcr__set_output *o) {
+  struct stat st;
+  return !fstatat(o->dir_fd, o->tmp_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
+}
+
 int dcr__set_output_commit(dcr__set_output *o, dcr_detail *d) {
   int rc = o->flags & DCR__ATOMIC_SYNC ? dcr__member_files_sync(o->files, d) : DCR_OK;
   int e = !rc && (o->flags & DCR__ATOMIC_SYNC) ? sync_tree(o->root_fd) : 0;
@@ -186,9 +193,16 @@ int dcr__set_output_commit(dcr__set_output *o, dcr_detail *d) {
                            : fail_errno(o, "cannot rename the new set into place", d);
   } else if (renameat2(o->dir_fd, o->tmp_name, o->dir_fd, o->name, RENAME_EXCHANGE)) {
     rc = fail_errno(o, "cannot exchange the new set with the old one", d);
+  } else if (!replaced_a_directory(o) &&
+             !renameat2(o->dir_fd, o->tmp_name, o->dir_fd, o->name, RENAME_EXCHANGE)) {
+    /* dest became what open refuses (a link, say) during the apply: it is put
+     * back, and the new set, at tmp_name again, goes with the abort */
+    rc = (dcr__detail_file(d, o->dest),
+          dcr__fail(d, DCR_E_IO, "was replaced during the apply by what is not a directory "
+                    "(a link?): left as it was, nothing written"));
   } else {
     o->created = 0;
-    remove_tree(o->dir_fd, o->tmp_name); /* now the old set */
+    remove_tree(o->dir_fd, o->tmp_name); /* now the old set (or what could not be put back) */
   }
   if (!rc) o->created = 0;
   if (!rc && (o->flags & DCR__ATOMIC_SYNC) && fsync(o->dir_fd))
