@@ -171,6 +171,23 @@ t_crash() {
   echo "# crash: 12 kills, $old left the old set, $new the new one, 0 a mix"
 }
 
+# OUT switched to a link while apply -f runs (the process stopped once its hidden
+# directory exists): the link is left as it was, the apply fails, and no hidden
+# .dcr-* entry is left (before: the link was replaced, and left as .dcr-XXXXXX).
+t_output_becomes_a_link() {
+  [ -f c.dcr ] || return $(fail "needs c.dcr from the crash case")
+  local tries=0 pid
+  rm -rf CL CL.moved && cp -r CB CL
+  "$DCR" apply CB c.dcr -o CL -f -q --no-progress --threads 1 >o 2>e & pid=$!
+  until ls -A | grep -q '^\.dcr-' || [ $((tries += 1)) -gt 2000 ]; do sleep 0.001; done
+  kill -STOP $pid 2>/dev/null || return $(fail "the apply ended before its output could be switched")
+  mv CL CL.moved && ln -s CL.moved CL; kill -CONT $pid; wait $pid; RC=$?
+  want_rc 3 "an output switched to a link during the apply"; has e "left as it was" "says so"
+  [ "$(readlink CL)" = CL.moved ] || fail "the link is left as it was"
+  [ -z "$(ls -A | grep '^\.dcr-')" ] || fail "left $(ls -A | grep '^\.dcr-')"
+  same_tree CL.moved CB
+}
+
 t_refusals() {
   run encode b.st B -o x.dcr; want_rc 2 "a file and a directory"; has e "directory" "says which"
   run encode B/model-00001-of-00004.safetensors T/model-00001-of-00004.safetensors -o x.dcr
@@ -231,6 +248,7 @@ tcase "1.1 dtypes" t_new_dtypes
 tcase "retry and wrong bases" t_retry_and_wrong_base
 tcase "output rules" t_output_rules
 tcase "crash during apply -f" t_crash
+tcase "an output switched to a link during apply -f" t_output_becomes_a_link
 tcase "refusals" t_refusals
 tcase "more members than descriptors" t_many_members
 echo "$PASS passed, $FAIL failed"
