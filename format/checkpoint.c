@@ -172,7 +172,12 @@ int dcr__checkpoint_pread(const dcr__checkpoint *c, void *buf, size_t length, ui
                        (unsigned long long)offset);
     uint64_t left = m->data_length - (at - m->start);
     size_t n = left < length ? (size_t)left : length;
-    int rc = dcr__pread_full(m->fd, p, n, m->prefix_length + (at - m->start), d);
+    size_t i = (size_t)(m - c->members);
+    int fd, rc = dcr__member_files_get(c->files, i, &fd, d);
+    if (!rc) {
+      rc = dcr__pread_full(fd, p, n, m->prefix_length + (at - m->start), d);
+      dcr__member_files_put(c->files, i);
+    }
     if (rc) return dcr__detail_member(d, c->root, m->path, m->path_length), rc;
     p += n, length -= n, offset += n;
   }
@@ -193,8 +198,7 @@ int dcr__checkpoint_view(dcr__view *v, const dcr__checkpoint *c, uint64_t offset
 void dcr__checkpoint_free(dcr__checkpoint *c) {
   if (!c) return;
   for (size_t i = 0; i < c->count; i++) free(c->tensors[i].name);
-  for (size_t i = 0; i < c->member_count; i++)
-    if (c->members[i].fd >= 0) close(c->members[i].fd);
+  dcr__member_files_free(c->files);
   if (c->owns_fd && c->fd >= 0) close(c->fd);
   free(c->tensors);
   free(c->dims_pool);

@@ -20,11 +20,31 @@ typedef struct {
   const char *path;      /* relative, '/'-separated; not NUL-terminated in a manifest */
   size_t path_length;
   int kind;              /* DCR_KIND_RAW or DCR_KIND_SAFETENSORS */
-  int fd;                /* read from a directory: open for reading; else -1 */
   uint64_t prefix_length, data_length;
   const uint8_t *prefix; /* the member's 8-byte length and header (safetensors) */
   uint64_t start;        /* where its data begins in the set's data region */
 } dcr__member;
+
+/* ---- member_files.c: members' descriptors, a bounded number open at once */
+typedef struct dcr__member_files dcr__member_files;
+#define DCR__FILES_WRITE 1u /* create each member at its first use, then open it to write */
+#define DCR__FILES_SYNC 2u  /* fsync a member written to as its descriptor closes */
+
+/* The members' files under the directory dir_fd (not owned; it must outlive f).
+ * `members` (paths) must too; a path may change storage, not value. */
+DCR_HIDDEN int dcr__member_files_new(dcr__member_files **f, int dir_fd, const dcr__member *members,
+                                     size_t count, unsigned mode, dcr_detail *d);
+/* A descriptor of member i, pinned (open until dcr__member_files_put) for the
+ * caller's preads or pwrites. Thread-safe. DCR_E_IO if it cannot be opened, or is
+ * not the file that its first open found (SPEC.md §2.3); the caller names the member. */
+DCR_HIDDEN int dcr__member_files_get(dcr__member_files *f, size_t i, int *fd, dcr_detail *d);
+DCR_HIDDEN void dcr__member_files_put(dcr__member_files *f, size_t i);
+/* Once no other thread uses f: fsyncs every member written to or created since
+ * its last fsync (DCR__FILES_SYNC fsyncs written ones as it closes them), and
+ * reports a failure of those fsyncs too (DCR_E_IO). */
+DCR_HIDDEN int dcr__member_files_sync(dcr__member_files *f, dcr_detail *d);
+/* Closes every descriptor; NULL is fine. */
+DCR_HIDDEN void dcr__member_files_free(dcr__member_files *f);
 
 typedef struct {
   int kind;               /* dcr_kind */
@@ -34,11 +54,13 @@ typedef struct {
   size_t count;
   dcr__tensor *tensors;   /* sorted by name, bytewise */
   uint64_t *dims_pool;    /* storage for every tensor's dims */
-  int fd;                 /* the file read (a set reads its members) */
-  int owns_fd;            /* opened by dcr__checkpoint_open: closed on free */
+  int fd;                 /* the file read (a set: its directory, members' paths are
+                             relative to) */
+  int owns_fd;            /* opened here: closed on free */
   size_t member_count;    /* a set: its members in path order (paths and prefixes in
-                             `prefix`), which own their fds */
+                             `prefix`) */
   dcr__member *members;
+  dcr__member_files *files; /* a set: its members' descriptors */
   char *root;             /* a set: the directory, for messages */
 } dcr__checkpoint;
 

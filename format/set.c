@@ -223,7 +223,12 @@ static int check_index(const dcr__checkpoint *c, const size_t *member_of, const 
     return index_fail(c, ix, d, "index file of more than max_header_size bytes");
   char *text = malloc((size_t)ix->data_length + 1);
   if (!text) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the index file");
-  int rc = dcr__pread_full(ix->fd, text, (size_t)ix->data_length, 0, d);
+  size_t member = (size_t)(ix - c->members);
+  int fd, rc = dcr__member_files_get(c->files, member, &fd, d);
+  if (!rc) {
+    rc = dcr__pread_full(fd, text, (size_t)ix->data_length, 0, d);
+    dcr__member_files_put(c->files, member);
+  }
   json_error_t e;
   json_t *root = rc ? NULL : json_loadb(text, (size_t)ix->data_length, JSON_REJECT_DUPLICATES, &e);
   free(text);
@@ -302,12 +307,12 @@ static int read_members(dcr__checkpoint *out, const found *paths, dcr__checkpoin
     m->path = paths[i].path;
     m->path_length = strlen(paths[i].path);
     m->kind = dcr__set_member_kind(m->path, m->path_length);
-    char full[8192 + 4096];
-    snprintf(full, sizeof full, "%s/%s", out->root, m->path);
-    m->fd = open(full, O_RDONLY | O_CLOEXEC);
-    int rc = m->fd < 0 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno))
-                       : dcr__checkpoint_read(m->fd, m->kind, lim, minor, &subs[i], d);
-    if (rc) return dcr__detail_file(d, full), rc;
+    int fd, rc = dcr__member_files_get(out->files, i, &fd, d);
+    if (!rc) {
+      rc = dcr__checkpoint_read(fd, m->kind, lim, minor, &subs[i], d);
+      dcr__member_files_put(out->files, i);
+    }
+    if (rc) return dcr__detail_member(d, out->root, m->path, m->path_length), rc;
     m->prefix_length = subs[i].prefix_length;
     m->prefix = subs[i].prefix;
     m->data_length = subs[i].file_size - subs[i].prefix_length;
@@ -391,9 +396,8 @@ int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor, int ch
     dcr__detail_file(d, dir);
     goto done;
   }
-  rc = walk_tree(&w, fd);
-  close(fd);
-  if (rc) goto done;
+  out->fd = fd, out->owns_fd = 1; /* members are opened below it, now and later */
+  if ((rc = walk_tree(&w, fd))) goto done;
   if (w.count) qsort(w.entries, w.count, sizeof *w.entries, by_path); /* NULL for an empty directory */
   if ((rc = check_walk(&w))) goto done;
   out->member_count = w.count;
@@ -403,8 +407,9 @@ int dcr__set_read(const char *dir, const dcr_limits *lim, unsigned minor, int ch
     rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu members", w.count);
     goto done;
   }
-  for (size_t i = 0; i < w.count; i++) out->members[i].fd = -1;
-  if ((rc = read_members(out, w.entries, subs, lim, minor, d))) goto done;
+  if ((rc = dcr__member_files_new(&out->files, fd, out->members, w.count, 0, d)) ||
+      (rc = read_members(out, w.entries, subs, lim, minor, d)))
+    goto done;
   if ((rc = gather(out, subs, lim, &member_of, d))) {
     if (d && !d->file[0]) dcr__detail_file(d, dir);
     goto done;

@@ -18,15 +18,16 @@
 
 #include "set_output.h"
 
-/* Removes the tree at dir_fd/name; best effort (a cleanup). */
+/* Removes the tree at dir_fd/name, or whatever is there that is not a directory
+ * (never what a link leads to); best effort (a cleanup). */
 static void remove_tree(int dir_fd, const char *name) {
+  if (!unlinkat(dir_fd, name, 0) || (errno != EISDIR && errno != EPERM)) return;
   int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
   struct dirent *e;
   while (dir && (e = readdir(dir))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    if (unlinkat(fd, e->d_name, 0) && (errno == EISDIR || errno == EPERM))
-      remove_tree(fd, e->d_name);
+    remove_tree(fd, e->d_name);
   }
   if (dir) closedir(dir);
   else if (fd >= 0) close(fd);
@@ -110,12 +111,10 @@ int dcr__set_output_open(dcr__set_output *o, const char *dest, const dcr__member
     int rc = fail_errno(o, "cannot open the temporary directory", d);
     return dcr__set_output_abort(o), rc;
   }
-  if (!(o->fds = malloc((count + 1) * sizeof *o->fds))) {
-    dcr__set_output_abort(o);
-    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu file descriptors", count);
-  }
-  for (size_t i = 0; i < count; i++) o->fds[i] = -1;
-  return DCR_OK;
+  unsigned mode = DCR__FILES_WRITE | (flags & DCR__ATOMIC_SYNC ? DCR__FILES_SYNC : 0);
+  int rc = dcr__member_files_new(&o->files, o->root_fd, members, count, mode, d);
+  if (rc) dcr__set_output_abort(o);
+  return rc;
 }
 
 int dcr__set_output_check_space(const dcr__set_output *o, uint64_t bytes, dcr_detail *d) {
@@ -127,18 +126,15 @@ int dcr__set_output_create(dcr__set_output *o, dcr_detail *d) {
     const dcr__member *m = &o->members[i];
     char path[8192];
     snprintf(path, sizeof path, "%.*s", (int)m->path_length, m->path);
-    int e = make_parents(o->root_fd, m->path, m->path_length);
-    if (!e) {
-      o->fds[i] = openat(o->root_fd, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      e = o->fds[i] < 0 ? errno : 0;
-    }
+    int fd = -1, e = make_parents(o->root_fd, m->path, m->path_length);
+    int rc = e ? DCR_E_IO : dcr__member_files_get(o->files, i, &fd, d); /* creates it */
     uint64_t size = m->prefix_length + m->data_length;
-    if (!e && size > (uint64_t)INT64_MAX) e = EFBIG;
-    if (!e && ftruncate(o->fds[i], (off_t)size)) e = errno; /* zeros stay holes */
-    int rc = e ? DCR_E_IO : DCR_OK;
-    if (!rc && m->prefix_length)
-      rc = dcr__pwrite_full(o->fds[i], m->prefix, (size_t)m->prefix_length, 0, d);
-    if (rc) {
+    if (!rc && size > (uint64_t)INT64_MAX) e = EFBIG;
+    if (!rc && !e && ftruncate(fd, (off_t)size)) e = errno; /* zeros stay holes */
+    if (!rc && !e && m->prefix_length)
+      rc = dcr__pwrite_full(fd, m->prefix, (size_t)m->prefix_length, 0, d);
+    if (fd >= 0) dcr__member_files_put(o->files, i);
+    if (rc || e) {
       dcr__detail_member(d, o->dest, path, strlen(path));
       return e ? dcr__fail(d, DCR_E_IO, "cannot create a member: %s", strerror(e)) : rc;
     }
@@ -152,7 +148,12 @@ int dcr__set_output_write(const dcr__set_output *o, uint64_t at, const void *p, 
   if (!m || at - m->start + n > m->data_length)
     return dcr__fail(d, DCR_E_IO, "write at %llu is outside the set's members",
                      (unsigned long long)at);
-  int rc = dcr__pwrite_full(o->fds[m - o->members], p, n, m->prefix_length + (at - m->start), d);
+  size_t i = (size_t)(m - o->members);
+  int fd, rc = dcr__member_files_get(o->files, i, &fd, d);
+  if (!rc) {
+    rc = dcr__pwrite_full(fd, p, n, m->prefix_length + (at - m->start), d);
+    dcr__member_files_put(o->files, i);
+  }
   if (rc) dcr__detail_member(d, o->dest, m->path, m->path_length);
   return rc;
 }
@@ -171,17 +172,20 @@ static int sync_tree(int fd) {
   return rc ? rc : fsync(fd) ? errno : 0;
 }
 
+/* After the exchange, whether what was at dest (now at tmp_name) is a directory. */
+static int replaced_a_directory(const dcr__set_output *o) {
+  struct stat st;
+  return !fstatat(o->dir_fd, o->tmp_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
+}
+
 int dcr__set_output_commit(dcr__set_output *o, dcr_detail *d) {
-  int e = 0;
-  for (size_t i = 0; !e && i < o->count; i++)
-    if ((o->flags & DCR__ATOMIC_SYNC) && fsync(o->fds[i])) e = errno;
-  if (!e && (o->flags & DCR__ATOMIC_SYNC)) e = sync_tree(o->root_fd);
-  if (e) {
-    errno = e;
-    int rc = fail_errno(o, "cannot write the output to disk", d);
+  int rc = o->flags & DCR__ATOMIC_SYNC ? dcr__member_files_sync(o->files, d) : DCR_OK;
+  int e = !rc && (o->flags & DCR__ATOMIC_SYNC) ? sync_tree(o->root_fd) : 0;
+  if (rc || e) {
+    if (e) errno = e, rc = fail_errno(o, "cannot write the output to disk", d);
+    else dcr__detail_file(d, o->dest);
     return dcr__set_output_abort(o), rc;
   }
-  int rc = DCR_OK;
   if (!o->had_old) {
     if (renameat2(o->dir_fd, o->tmp_name, o->dir_fd, o->name, RENAME_NOREPLACE))
       rc = errno == EEXIST ? (dcr__detail_file(d, o->dest),
@@ -189,9 +193,16 @@ int dcr__set_output_commit(dcr__set_output *o, dcr_detail *d) {
                            : fail_errno(o, "cannot rename the new set into place", d);
   } else if (renameat2(o->dir_fd, o->tmp_name, o->dir_fd, o->name, RENAME_EXCHANGE)) {
     rc = fail_errno(o, "cannot exchange the new set with the old one", d);
+  } else if (!replaced_a_directory(o) &&
+             !renameat2(o->dir_fd, o->tmp_name, o->dir_fd, o->name, RENAME_EXCHANGE)) {
+    /* dest became what open refuses (a link, say) during the apply: it is put
+     * back, and the new set, at tmp_name again, goes with the abort */
+    rc = (dcr__detail_file(d, o->dest),
+          dcr__fail(d, DCR_E_IO, "was replaced during the apply by what is not a directory "
+                    "(a link?): left as it was, nothing written"));
   } else {
     o->created = 0;
-    remove_tree(o->dir_fd, o->tmp_name); /* now the old set */
+    remove_tree(o->dir_fd, o->tmp_name); /* now the old set (or what could not be put back) */
   }
   if (!rc) o->created = 0;
   if (!rc && (o->flags & DCR__ATOMIC_SYNC) && fsync(o->dir_fd))
@@ -201,10 +212,8 @@ int dcr__set_output_commit(dcr__set_output *o, dcr_detail *d) {
 }
 
 void dcr__set_output_abort(dcr__set_output *o) {
-  for (size_t i = 0; o->fds && i < o->count; i++)
-    if (o->fds[i] >= 0) close(o->fds[i]);
-  free(o->fds);
-  o->fds = NULL;
+  dcr__member_files_free(o->files);
+  o->files = NULL;
   if (o->root_fd >= 0) close(o->root_fd);
   o->root_fd = -1;
   if (o->created) remove_tree(o->dir_fd, o->tmp_name);

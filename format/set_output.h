@@ -17,7 +17,7 @@ typedef struct {
   unsigned flags;              /* DCR__ATOMIC_REPLACE, DCR__ATOMIC_SYNC */
   const dcr__member *members;  /* the target's (a manifest's), path order */
   size_t count;
-  int *fds;
+  dcr__member_files *files;    /* under root_fd */
 } dcr__set_output;
 
 /* Makes the temporary directory beside dest. Without DCR__ATOMIC_REPLACE an

@@ -83,7 +83,6 @@ static int parse_members(cursor *c, dcr__manifest *m, const dcr_limits *lim, uns
     dcr__member *mb = &m->members[i];
     const uint8_t *prefix = NULL;
     uint64_t total;
-    mb->fd = -1;
     if ((rc = path_field(c, lim, i ? mb[-1].path : NULL, i ? mb[-1].path_length : 0, &mb->path,
                          &mb->path_length)))
       return rc;

@@ -171,6 +171,23 @@ t_crash() {
   echo "# crash: 12 kills, $old left the old set, $new the new one, 0 a mix"
 }
 
+# OUT switched to a link while apply -f runs (the process stopped once its hidden
+# directory exists): the link is left as it was, the apply fails, and no hidden
+# .dcr-* entry is left (before: the link was replaced, and left as .dcr-XXXXXX).
+t_output_becomes_a_link() {
+  [ -f c.dcr ] || return $(fail "needs c.dcr from the crash case")
+  local tries=0 pid
+  rm -rf CL CL.moved && cp -r CB CL
+  "$DCR" apply CB c.dcr -o CL -f -q --no-progress --threads 1 >o 2>e & pid=$!
+  until ls -A | grep -q '^\.dcr-' || [ $((tries += 1)) -gt 2000 ]; do sleep 0.001; done
+  kill -STOP $pid 2>/dev/null || return $(fail "the apply ended before its output could be switched")
+  mv CL CL.moved && ln -s CL.moved CL; kill -CONT $pid; wait $pid; RC=$?
+  want_rc 3 "an output switched to a link during the apply"; has e "left as it was" "says so"
+  [ "$(readlink CL)" = CL.moved ] || fail "the link is left as it was"
+  [ -z "$(ls -A | grep '^\.dcr-')" ] || fail "left $(ls -A | grep '^\.dcr-')"
+  same_tree CL.moved CB
+}
+
 t_refusals() {
   run encode b.st B -o x.dcr; want_rc 2 "a file and a directory"; has e "directory" "says which"
   run encode B/model-00001-of-00004.safetensors T/model-00001-of-00004.safetensors -o x.dcr
@@ -202,6 +219,27 @@ EOF
   run apply hf/snapshots/abc s.dcr -o OH; want_rc 0 "apply to a snapshot of links"; same_tree OH T
 }
 
+# More members than the process may open (issue #32): members are opened when
+# read or written, a bounded number at a time, so 5000 files go through every
+# command under ulimit -n 256 (before, each member held a descriptor throughout).
+t_many_members() {
+  python3 - <<'EOF' || return $(fail "cannot write the 5000-file sets")
+import os
+for side in ("MB", "MT"):
+    for i in range(5000):
+        d = "%s/d%d" % (side, i // 500)
+        os.makedirs(d, exist_ok=True)
+        with open("%s/f%04d.txt" % (d, i), "wb") as f:
+            f.write(b"%d-%d " % (i, side == "MT" and i % 7 == 0) * 3)
+EOF
+  limited() { (ulimit -n 256 && "$DCR" "$@") >o 2>e; RC=$?; }
+  limited encode MB MT -o m.dcr -q; want_rc 0 "encode 5000 members under ulimit -n 256" || return
+  limited apply MB m.dcr -o MO; want_rc 0 "apply -o"; same_tree MO MT
+  limited validate m.dcr --base MB --target MT; want_rc 0 "validate --base --target"
+  limited id MB; want_rc 0 "id"; [ "$(cut -d' ' -f1 o)" = "$(id_of MB)" ] || fail "the id under the limit is the id"
+  limited inspect MB; want_rc 0 "inspect"; has o "5000 tensors" "inspect reads every member"
+}
+
 tcase "set round trip, moved tensor" t_round_trip
 tcase "set state id" t_state_id
 tcase "vocabulary growth" t_vocabulary_growth
@@ -210,6 +248,8 @@ tcase "1.1 dtypes" t_new_dtypes
 tcase "retry and wrong bases" t_retry_and_wrong_base
 tcase "output rules" t_output_rules
 tcase "crash during apply -f" t_crash
+tcase "an output switched to a link during apply -f" t_output_becomes_a_link
 tcase "refusals" t_refusals
+tcase "more members than descriptors" t_many_members
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -377,6 +378,75 @@ static void test_atomic_output_hidden_name(void **state) {
   atomic_cases(DCR__ATOMIC_NAMED);
 }
 
+/* ---- a set's output (SPEC.md §2.3) that becomes a link during an apply that
+ * replaces it: what the output's open refuses, so the commit refuses it too,
+ * puts it back, and leaves no hidden .dcr-XXXXXX entry (the link, before). */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st, (void)flag, (void)f;
+  return remove(path);
+}
+
+static void remove_tree(const char *path) {
+  assert_int_equal(nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+static void make_set(const char *path, uint8_t flip) {
+  char member[256];
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(member, sizeof member, "%s/a.bin", path);
+  write_file(member, b, N);
+  snprintf(member, sizeof member, "%s/b.bin", path);
+  b[100] ^= flip;
+  write_file(member, b, N);
+  b[100] ^= flip;
+}
+
+static void swap_for_link(void *opaque, uint64_t done, uint64_t total) {
+  (void)done, (void)total;
+  char moved[192];
+  snprintf(moved, sizeof moved, "%s.moved", out_path);
+  if (++*(int *)opaque != 2) return;
+  assert_int_equal(rename(out_path, moved), 0);
+  assert_int_equal(symlink("out.moved", out_path), 0);
+}
+
+static void test_set_output_swapped_for_a_link_is_left_as_it_was(void **state) {
+  (void)state;
+  char sb[160], st[160], old[192], base_member[192], link[64];
+  snprintf(sb, sizeof sb, "%s/sb", dir);
+  snprintf(st, sizeof st, "%s/st", dir);
+  make_set(sb, 0), make_set(st, 1);
+  make_set(out_path, 0);
+  dcr_encode_options eo = raw_options();
+  eo.raw = 0;
+  buf set_bundle = {0};
+  assert_int_equal(dcr_encode(sb, st, &eo, sink, &set_bundle, NULL, NULL), DCR_OK);
+  dcr_reader *r = open_bundle(&set_bundle);
+  int calls = 0;
+  dcr_apply_options o;
+  dcr_apply_options_default(&o);
+  o.threads = 1;
+  o.progress = swap_for_link;
+  o.progress_opaque = &calls;
+  dcr_detail d;
+  assert_int_equal(dcr_apply(r, sb, out_path, &o, &d), DCR_E_IO);
+  assert_non_null(strstr(d.message, "not a directory"));
+  assert_string_equal(d.file, out_path);
+  assert_int_equal(readlink(out_path, link, sizeof link), 9);
+  assert_memory_equal(link, "out.moved", 9);
+  snprintf(old, sizeof old, "%s.moved/b.bin", out_path);
+  snprintf(base_member, sizeof base_member, "%s/b.bin", sb);
+  assert_true(files_equal(old, base_member)); /* the old set, untouched */
+  assert_int_equal(hidden_entries(), 0);
+  dcr_reader_free(r);
+  free(set_bundle.p);
+  assert_int_equal(unlink(out_path), 0);
+  snprintf(old, sizeof old, "%s.moved", out_path);
+  remove_tree(old), remove_tree(sb), remove_tree(st);
+  assert_dir_holds(0);
+}
+
 /* ---- streaming */
 
 static int failing_sink(void *opaque, const void *p, size_t n) {
@@ -473,6 +543,7 @@ int main(void) {
       cmocka_unit_test(test_encode_file_is_atomic),
       cmocka_unit_test(test_atomic_output_nameless),
       cmocka_unit_test(test_atomic_output_hidden_name),
+      cmocka_unit_test(test_set_output_swapped_for_a_link_is_left_as_it_was),
       cmocka_unit_test(test_apply_to_sink_gives_the_target),
       cmocka_unit_test(test_zero_chunks_are_holes_and_streamed),
       cmocka_unit_test(test_target_over_the_cap_is_refused_before_writing),

@@ -7,6 +7,7 @@
  * be the ones the bundle carries. Vectors are found in $DCR_TESTVECTORS, else
  * testvectors/ (run from the repository root, as `make unit` does).
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -320,6 +323,85 @@ static void test_errors(void **state) {
   remove(path);
 }
 
+/* A set of more members than the process may open at once (SPEC.md §2.3): its
+ * members are opened when read, a bounded number at a time, and one that is
+ * another file, or modified, when it is opened again fails with DCR_E_IO
+ * (§2.3), naming it, rather than being read as if it were the same. */
+enum { SET_MEMBERS = 200 };
+
+static void set_path(char out[512], int i) {
+  if (i < 0) snprintf(out, 512, "%s/many", tmpdir);
+  else snprintf(out, 512, "%s/many/m%03d.bin", tmpdir, i);
+}
+
+static void write_member(int i, char fill) {
+  char path[512], data[64];
+  set_path(path, i);
+  memset(data, fill, sizeof data);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, sizeof data, f), sizeof data);
+  assert_int_equal(fclose(f), 0);
+}
+
+static int many_state(uint8_t id[16], dcr_detail *d) {
+  char path[512];
+  set_path(path, -1);
+  dcr_checkpoint *ck;
+  int rc = dcr_checkpoint_open(&ck, path, DCR_KIND_SET, NULL, d);
+  if (!rc) rc = dcr_checkpoint_state_id(ck, 2, id, d);
+  dcr_checkpoint_free(ck);
+  return rc;
+}
+
+static void test_set_members_opened_as_needed(void **state) {
+  (void)state;
+  char path[512];
+  set_path(path, -1);
+  assert_int_equal(mkdir(path, 0755), 0);
+  for (int i = 0; i < SET_MEMBERS; i++) write_member(i, 'a');
+  struct rlimit was, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+  low = was;
+  low.rlim_cur = 64; /* well under the member count */
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  uint8_t id[16], again[16];
+  dcr_detail d;
+  int rc = many_state(id, &d);
+  if (rc) print_error("%s: %s: %s\n", d.file, dcr_error_name(rc), d.message);
+  assert_int_equal(rc, DCR_OK);
+  assert_int_equal(many_state(again, NULL), DCR_OK);
+  assert_memory_equal(id, again, 16);
+  /* member 0 replaced, by a file of the same size, after the open read it: the
+   * hashes read it again, and find another file */
+  dcr_checkpoint *ck;
+  assert_int_equal(dcr_checkpoint_open(&ck, path, DCR_KIND_SET, NULL, NULL), DCR_OK);
+  char from[512], to[512];
+  snprintf(from, sizeof from, "%s/many/m000.new", tmpdir);
+  set_path(to, 0);
+  FILE *f = fopen(from, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 1, 64, f), 64);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(rename(from, to), 0);
+  assert_int_equal(dcr_checkpoint_state_id(ck, 2, id, &d), DCR_E_IO);
+  assert_string_equal(d.file, to);
+  assert_non_null(strstr(d.message, "replaced or modified"));
+  dcr_checkpoint_free(ck);
+  /* member 1 modified in place: the same file, another modification time */
+  assert_int_equal(dcr_checkpoint_open(&ck, path, DCR_KIND_SET, NULL, NULL), DCR_OK);
+  set_path(to, 1);
+  struct timespec times[2] = {{0, UTIME_OMIT}, {12345, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, to, times, 0), 0);
+  assert_int_equal(dcr_checkpoint_state_id(ck, 1, id, &d), DCR_E_IO);
+  assert_string_equal(d.file, to);
+  dcr_checkpoint_free(ck);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+  for (int i = 0; i < SET_MEMBERS; i++) set_path(path, i), assert_int_equal(unlink(path), 0);
+  set_path(path, -1);
+  assert_int_equal(rmdir(path), 0);
+}
+
 static void test_free_null(void **state) {
   (void)state;
   dcr_checkpoint_free(NULL);
@@ -348,6 +430,7 @@ int main(void) {
       cmocka_unit_test(test_not_safetensors),
       cmocka_unit_test(test_name_order),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_set_members_opened_as_needed),
       cmocka_unit_test(test_free_null),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
