@@ -709,7 +709,11 @@ typedef struct {
    * signed by one of these keys (dcr_reader_verify_signature, SPEC.md §20.4),
    * checked before it is used: DCR_E_SIGNATURE otherwise. */
   const struct dcr_keyring *require_signature;
-  uint64_t reserved_[7];
+  /* create, append: the memory budget for reading the archive, the keyframe and
+   * the bundles, as dcr_limits.max_memory (0: its default); extract and verify
+   * use the limits given to dcr_history_open. */
+  uint64_t max_memory;
+  uint64_t reserved_[6];
 } dcr_history_options;
 
 DCR_API void dcr_history_options_default(dcr_history_options *options);
