@@ -31,7 +31,7 @@ typedef struct {
   const dcr__hmember *m;
   size_t index;               /* m's place in the index, for details */
   const volatile int *cancel;
-  dcr__member_sink keep;      /* where a piece goes, unless into mem */
+  dcr__member_sink keep;      /* where a piece goes (NULL: nowhere but mem or fd) */
   void *opaque;
   pthread_mutex_t mu;         /* over the pulls: a reader may read from several threads */
   uint64_t pulled;            /* bytes in from the archive, hashed into st */
@@ -40,8 +40,8 @@ typedef struct {
   dcr_detail why;
   XXH3_state_t *st;
   uint8_t *mem;               /* a member kept in memory: m->size bytes */
-  uint8_t *piece;             /* else each piece, on its way to keep */
-  int fd;                     /* a member kept in a temporary file */
+  uint8_t *piece;             /* else each piece, on its way */
+  int fd;                     /* to a member kept in a temporary file, -1 */
 } member;
 
 static void fail(member *s) { s->failed = 1; }
@@ -88,7 +88,8 @@ static void pull(member *s, uint64_t need) {
       return;
     }
     XXH3_128bits_update(s->st, at, n);
-    if (s->keep && s->keep(s->opaque, at, n, &s->why)) {
+    if ((s->fd >= 0 && dcr__pwrite_full(s->fd, at, n, s->pulled, &s->why)) ||
+        (s->keep && s->keep(s->opaque, at, n, &s->why))) {
       fail(s);
       return;
     }
@@ -112,8 +113,8 @@ static void member_free(member *s) {
 }
 
 /* A member state for index member `index` (m), the archive's current member:
- * its bytes into memory (mem, a member's size) or through keep (a piece at a
- * time). */
+ * its bytes into memory (mem, a member's size) or a piece at a time through keep
+ * or into the temporary file fd (set before the first pull). */
 static int member_new(member **out, dcr__hreader *r, const dcr__hmember *m, size_t index, int in_memory,
                       dcr__member_sink keep, void *opaque, const volatile int *cancel, dcr_detail *d) {
   member *s = *out = calloc(1, sizeof *s);
@@ -144,20 +145,21 @@ int dcr__member_read(dcr__hreader *r, const dcr__hmember *m, size_t index, dcr__
 
 /* ---- a bundle member as a reader's source */
 
-/* Whether bytes [0, end) may be read: pulled, and past the first EARLY bytes
- * only once the member is whole and its end checked; else the failure. */
-static int ready(member *s, uint64_t end, dcr_detail *d) {
-  uint64_t size = s->m->size, need = end > EARLY ? size : end;
+/* Pulls until `need` bytes are in: DCR_OK if they are, and with `whole` if the
+ * member is whole and its end checked; else the failure met. */
+static int have(member *s, uint64_t need, int whole, dcr_detail *d) {
   pthread_mutex_lock(&s->mu);
   pull(s, need);
-  int ok = s->pulled >= need && !(need == size && s->failed);
+  int ok = s->pulled >= need && !(whole && s->failed);
   pthread_mutex_unlock(&s->mu);
   return ok ? DCR_OK : reported(s, d);
 }
 
+/* The first EARLY bytes as they arrive; any other only once the member is whole
+ * and checked. */
 static int source_read(void *ctx, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d) {
   member *s = ctx;
-  int rc = ready(s, offset + length, d);
+  int rc = offset + length <= EARLY ? have(s, offset + length, 0, d) : have(s, s->m->size, 1, d);
   if (rc || !length) return rc;
   if (s->mem) return memcpy(out, s->mem + offset, length), DCR_OK;
   return dcr__pread_full(s->fd, out, length, offset, d);
@@ -171,12 +173,6 @@ static void source_close(void *ctx) { member_free(ctx); }
 
 static const dcr__source_ops source_ops = {source_read, source_plan, source_close};
 
-/* A piece kept in the temporary file, where it lies in the member. */
-static int keep_file(void *opaque, const void *data, size_t size, dcr_detail *d) {
-  member *s = opaque;
-  return dcr__pwrite_full(s->fd, data, size, s->pulled, d);
-}
-
 int dcr__member_reader(dcr_reader **out, dcr__hreader *r, const dcr__hmember *m, size_t index,
                        const dcr_limits *lim, const char *temp_dir, const volatile int *cancel, const char *name,
                        dcr_detail *d) {
@@ -185,9 +181,8 @@ int dcr__member_reader(dcr_reader **out, dcr__hreader *r, const dcr__hmember *m,
    * work (a chunk in flight, the manifest), which the member's bytes count against. */
   int in_memory = m->size <= lim->max_memory / 4;
   member *s;
-  int err = member_new(&s, r, m, index, in_memory, in_memory ? NULL : keep_file, NULL, cancel, d);
+  int err = member_new(&s, r, m, index, in_memory, NULL, NULL, cancel, d);
   if (err) return err;
-  s->opaque = s;
   if (!in_memory && (s->fd = dcr__temp_fd(temp_dir)) < 0) {
     err = dcr__fail(d, DCR_E_IO, "cannot create a temporary file for member '%.64s' in %s: %s", m->name,
                     temp_dir && *temp_dir ? temp_dir : "TMPDIR", strerror(errno));
@@ -199,6 +194,6 @@ int dcr__member_reader(dcr_reader **out, dcr__hreader *r, const dcr__hmember *m,
   err = dcr__reader_open_ops(out, &source_ops, s, m->size, name, 1, &rl, d);
   /* A reader that opens has read the footer, so the member is whole and checked;
    * this makes sure of it whatever the reader reads (R-HIS-4). */
-  if (!err && (err = ready(s, m->size, d))) dcr_reader_free(*out), *out = NULL;
+  if (!err && (err = have(s, m->size, 1, d))) dcr_reader_free(*out), *out = NULL;
   return err;
 }

@@ -302,7 +302,8 @@ t_index_bombs() {
       python3 "$HERE/mkhistory_hostile.py" index "$kind" "$size" "$kind.$c" || { fail "mkhistory_hostile.py"; return; }
       bounded 3 DCR_E_NOMEM history list "$kind.$c" || return
       has e "memory budget" "list $kind.$c" || return
-      if [ "$c" = zip ] && [ "$kind" = array ]; then # read as a stream: no central directory
+      if [ "$c" = zip ] && [ "$kind" = array ]; then # a stream: the index's size comes after it
+        echo "# standard input: $kind.$c"
         bounded 3 DCR_E_NOMEM history verify - <"$kind.$c" || return
       fi
       rm -f "$kind.$c"

@@ -16,7 +16,8 @@ RLE blocks is 4 bytes per 128 KiB), so a 3 GiB member costs kilobytes.
       N bytes (a real bundle's header) and then zeros; or cut:SIZE, a member of
       SIZE bytes whose first 8 (a bundle's magic) end the archive: a member
       declared larger than the archive.
-ARCHIVE's suffix says its container: .tar, .tar.zst or .zip (index bombs only).
+ARCHIVE's suffix says its container: .tar, .tar.zst or .zip (index bombs only,
+with a data descriptor: its size is known to a reader of the file, not of a pipe).
 """
 import json
 import os
@@ -128,8 +129,26 @@ class Out:
         self.f.close()
 
 
+class Unseekable:
+    """A file zipfile cannot seek in: it writes each member's sizes after its data
+    (a data descriptor), so that a reader of a stream learns them only at the end."""
+
+    def __init__(self, f):
+        self.f, self.at = f, 0
+
+    def write(self, b):
+        self.at += len(b)
+        return self.f.write(b)
+
+    def tell(self):
+        return self.at
+
+    def flush(self):
+        self.f.flush()
+
+
 def zip_index(path, chunks):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+    with open(path, "wb") as f, zipfile.ZipFile(Unseekable(f), "w", zipfile.ZIP_STORED) as z:
         with z.open(zipfile.ZipInfo("dcr-history.json", (1980, 1, 1, 0, 0, 0)), "w", force_zip64=True) as f:
             for c in chunks:
                 f.write(c)
