@@ -53,7 +53,7 @@ static const char usage[] =
     "                         create, append, extract, verify: every bundle added\n"
     "                         or read must be signed by the public key in file KEY\n"
     "                         (repeatable: by one of them; SPEC.md section 20)\n"
-    "      --json             list, verify: print one JSON document on stdout\n" CLI_COMMON_HELP;
+    "      --json             list, verify: print one JSON document on stdout\n";
 
 enum { OPT_KEYFRAME = 2000, OPT_STEP, OPT_STATE, OPT_EVERY, OPT_RUN_ID, OPT_CONTAINER, OPT_VERIFY, OPT_MAX,
        OPT_SIGNED_BY };
@@ -356,6 +356,7 @@ int cmd_history(int argc, char **argv) {
     }
   }
   j.o.require_signature = ring;
+  j.o.max_memory = cli_limits.max_memory; /* --memory: create and append too */
   int rc = run(argc, argv, &j);
   dcr_keyring_free(ring);
   return rc;

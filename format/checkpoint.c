@@ -57,8 +57,8 @@ static int read_raw(uint64_t size, dcr__checkpoint *out, dcr_detail *d) {
   return DCR_OK;
 }
 
-static int read_safetensors(int fd, uint64_t size, const dcr_limits *lim, unsigned minor,
-                            dcr__checkpoint *out, dcr_detail *d) {
+int dcr__safetensors_read(int fd, uint64_t size, const dcr_limits *lim, unsigned minor,
+                          dcr__checkpoint *out, dcr_detail *d) {
   uint8_t head[8];
   if (size < 8)
     return dcr__fail(d, DCR_E_CHECKPOINT,
@@ -118,7 +118,7 @@ int dcr__checkpoint_read(int fd, int kind, const dcr_limits *lim, unsigned minor
   if (size > lim->max_file_size)
     return dcr__fail(d, DCR_E_LIMIT, "file is %llu bytes, over the limit of %llu",
                      (unsigned long long)size, (unsigned long long)lim->max_file_size);
-  int rc = kind == DCR_KIND_RAW ? read_raw(size, out, d) : read_safetensors(fd, size, lim, minor, out, d);
+  int rc = kind == DCR_KIND_RAW ? read_raw(size, out, d) : dcr__safetensors_read(fd, size, lim, minor, out, d);
   if (rc && d && kind == DCR_KIND_SAFETENSORS && looks_like_json(fd))
     snprintf(d->message, sizeof d->message, "this is JSON, not safetensors: a sharded model's "
              "index (model.safetensors.index.json)? Give its directory instead");

@@ -78,6 +78,11 @@ DCR_HIDDEN int dcr__safetensors_parse(const uint8_t *prefix, size_t prefix_lengt
 DCR_HIDDEN int dcr__safetensors_check_layout(const dcr__checkpoint *c, uint64_t data_length,
                                              dcr_detail *d);
 
+/* The prefix of a safetensors file of `size` bytes that starts at offset 0 of fd
+ * (not owned; only its prefix need be there yet), parsed and checked against its
+ * size (§2.1): what dcr__checkpoint_read does for a file that is whole. */
+DCR_HIDDEN int dcr__safetensors_read(int fd, uint64_t size, const dcr_limits *lim, unsigned minor,
+                                     dcr__checkpoint *out, dcr_detail *d);
 /* Reads the prefix of the open file `fd` (not owned) as `kind` and parses it, with
  * the dtypes of format 1.`minor` (R-VER-4). For raw files the checkpoint is one U8
  * tensor named "raw". */

@@ -77,6 +77,9 @@ DCR_HIDDEN int dcr__pread_full(int fd, void *buf, size_t length, uint64_t offset
                                dcr_detail *d);
 DCR_HIDDEN int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset,
                                 dcr_detail *d);
+/* An unnamed temporary file, read and write, in dir (NULL: TMPDIR, else /tmp),
+ * gone when closed; -1 and errno on failure. */
+DCR_HIDDEN int dcr__temp_fd(const char *dir);
 
 /* A read-only view of a checkpoint range, read into the caller's buffer (never
  * mapped: checkpoint.c says why; dcr__checkpoint_view opens one). Memory is the
@@ -98,6 +101,22 @@ DCR_HIDDEN int dcr__utf8_valid(const uint8_t *s, size_t n);
  * them (-1 for anything else: one spelling per digest). */
 DCR_HIDDEN void dcr__hex(const uint8_t *p, size_t n, char *out);
 DCR_HIDDEN int dcr__unhex16(const char *s, uint8_t out[16]);
+
+/* format/json_cost.c: the memory jansson would take to parse a JSON text whole,
+ * counted in one pass (pieces fed in order), before anything is allocated. */
+typedef struct {
+  uint64_t objects, arrays, colons, values, string_bytes;
+  uint64_t root_members; /* members of the root object */
+  uint64_t largest;      /* the dearest root member's own document */
+  uint64_t member_start;
+  size_t level, depth;   /* nesting now, and the deepest */
+  int in_string, escaped;
+} dcr__json_cost;
+
+DCR_HIDDEN void dcr__json_cost_init(dcr__json_cost *c);
+DCR_HIDDEN void dcr__json_cost_feed(dcr__json_cost *c, const char *text, size_t n);
+/* The whole document's cost in bytes, for the text fed so far. */
+DCR_HIDDEN uint64_t dcr__json_cost_dom(const dcr__json_cost *c);
 
 /* Bytewise comparison of two names, shorter first on a common prefix. */
 DCR_HIDDEN int dcr__name_cmp(const char *a, size_t na, const char *b, size_t nb);

@@ -1,8 +1,12 @@
 /*
- * io.c - whole reads and writes (retry on EINTR and short counts, report errno)
- * and the end of read-only views (checkpoint.c opens them).
+ * io.c - whole reads and writes (retry on EINTR and short counts, report errno),
+ * unnamed temporary files, and the end of read-only views (checkpoint.c opens
+ * them).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -31,6 +35,19 @@ int dcr__pwrite_full(int fd, const void *buf, size_t length, uint64_t offset, dc
     p += r, length -= (size_t)r, offset += (uint64_t)r;
   }
   return DCR_OK;
+}
+
+int dcr__temp_fd(const char *dir) {
+  if (!dir || !*dir) dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+  /* a file system without O_TMPFILE: a named file, unlinked at once */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/.dcr-spool-XXXXXX", dir);
+  fd = mkostemp(path, O_CLOEXEC);
+  if (fd >= 0) unlink(path);
+  return fd;
 }
 
 void dcr__view_close(dcr__view *v) { *v = (dcr__view){0}; }

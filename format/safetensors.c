@@ -385,16 +385,11 @@ static int parse_root(json_t *root, const dcr_limits *lim, unsigned minor,
   return DCR_OK;
 }
 
-/* jansson builds the whole document before a rule can be checked, at about these
- * costs (measured, glibc, 64-bit): a 3-byte "{}," costs ~230 bytes, a 2-byte "1,"
- * ~40. A 10 MB header of "[{},{},...]" took 750 MB and a 99 MB one 7 GiB. */
-enum { COST_OBJECT = 240, COST_ARRAY = 96, COST_MEMBER = 64, COST_VALUE = 48 };
-
-/* What parsing `text` would cost, by one pass that allocates nothing: as a whole
- * document (*dom), and member by member (*members: the tensors, names and shapes
- * kept, with one tensor's document at a time). A root that is not an object is
- * refused at once (DCR_E_CHECKPOINT: every error inside such a text has that code
- * too, so parsing it could not end otherwise). *depth is the deepest nesting. */
+/* What parsing `text` would cost: as a whole document (*dom), and member by member
+ * (*members: the tensors, names and shapes kept, with one tensor's document at a
+ * time). A root that is not an object is refused at once (DCR_E_CHECKPOINT: every
+ * error inside such a text has that code too, so parsing it could not end
+ * otherwise). *depth is the deepest nesting. */
 static int estimate(const char *text, size_t n, uint64_t *dom, uint64_t *members,
                     size_t *depth, dcr_detail *d) {
   size_t i = 0;
@@ -403,43 +398,15 @@ static int estimate(const char *text, size_t n, uint64_t *dom, uint64_t *members
     dcr__detail_at(d, NULL, 8 + (uint64_t)i);
     return dcr__fail(d, DCR_E_CHECKPOINT, "header is not a JSON object");
   }
-  uint64_t objects = 0, arrays = 0, colons = 0, values = 1, string_bytes = 0;
-  uint64_t root_members = 0, largest = 0, member_start = 0; /* DOM cost of one root member */
-  size_t level = 0;
-  *depth = 0;
-#define DOM_COST()                                                                         \
-  (COST_OBJECT * objects + COST_ARRAY * arrays + COST_MEMBER * colons +                      \
-   COST_VALUE * (values + objects + arrays) + 2 * string_bytes)
-  for (int in_string = 0; i < n; i++) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') i++, string_bytes++;
-      else if (c == '"') in_string = 0;
-      else string_bytes++;
-      continue;
-    }
-    objects += c == '{';
-    arrays += c == '[';
-    colons += c == ':';
-    values += c == ',';
-    in_string = c == '"';
-    if (level == 1 && (c == ':' || c == ',' || c == '}')) { /* a root member's edge */
-      uint64_t cost = DOM_COST();
-      if (c != ':' && cost - member_start > largest) largest = cost - member_start;
-      if (c == ':') root_members++, member_start = cost;
-    }
-    if (c == '{' || c == '[') {
-      if (++level > *depth) *depth = level;
-    } else if ((c == '}' || c == ']') && level) {
-      level--;
-    }
-  }
-  *dom = DOM_COST();
-#undef DOM_COST
+  dcr__json_cost c;
+  dcr__json_cost_init(&c);
+  dcr__json_cost_feed(&c, text + i, n - i);
+  *dom = dcr__json_cost_dom(&c);
+  *depth = c.depth;
   /* Member by member: per tensor its struct and a name's allocation; the names'
    * and shapes' bytes; and the largest member's own document, parsed alone. */
-  *members = (sizeof(dcr__tensor) + 64) * root_members + 2 * string_bytes + 8 * values +
-             largest + (64u << 10);
+  *members = (sizeof(dcr__tensor) + 64) * c.root_members + 2 * c.string_bytes + 8 * c.values +
+             c.largest + (64u << 10);
   return DCR_OK;
 }
 

@@ -27,7 +27,6 @@ struct dcr_history {
   dcr_limits lim;
   int consumed;  /* the members have been read (extract, verify) */
   size_t next;   /* the next index member the stream holds */
-  uint8_t *buf;
   char file[256]; /* for error details: the archive's path, or "" */
 };
 
@@ -44,6 +43,14 @@ static const dcr_history_options *options_or_default(const dcr_history_options *
 }
 
 static int cancelled(const dcr_history_options *o) { return o->cancel && *o->cancel; }
+
+/* create and append: the default limits, with the options' memory budget. */
+static void options_limits(const dcr_history_options *o, dcr_limits *lim) {
+  dcr_limits given;
+  dcr_limits_default(&given);
+  given.max_memory = o->max_memory;
+  dcr__limits_take(lim, &given);
+}
 
 static void note_file(dcr_detail *d, const char *file) {
   if (d && file && *file && !d->file[0]) dcr__detail_file(d, file);
@@ -65,30 +72,48 @@ static int read_index(dcr_history *h, dcr_detail *d) {
   if (size != UINT64_MAX && size > DCR__HISTORY_INDEX_MAX)
     return dcr__fail(d, DCR_E_LIMIT, "the index has %llu bytes, more than %llu", (unsigned long long)size,
                      (unsigned long long)DCR__HISTORY_INDEX_MAX);
-  size_t cap = size != UINT64_MAX ? (size_t)size + 1 : BUF_SIZE, len = 0;
+  /* The text is held whole, then parsed: it and what parsing it would take count
+   * against the budget as its bytes arrive, so that a small archive that inflates
+   * to a large index, or an index whose document would be large, is refused
+   * before it is read whole, let alone parsed. */
+  uint64_t budget = h->lim.max_memory;
+  if (size != UINT64_MAX && size > budget)
+    return dcr__fail(d, DCR_E_NOMEM, "the index has %llu bytes, over the memory budget of %llu MiB "
+                     "(dcr_limits.max_memory, dcr --memory)", (unsigned long long)size,
+                     (unsigned long long)(budget >> 20));
+  /* A zip member's size may be unknown until its end: at most the limit, then. */
+  uint64_t most = size != UINT64_MAX ? size : DCR__HISTORY_INDEX_MAX;
+  size_t cap = (size_t)(size != UINT64_MAX ? size : BUF_SIZE) + 1, len = 0;
   char *json = malloc(cap);
   if (!json) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu bytes for the index", cap);
+  dcr__json_cost cost;
+  dcr__json_cost_init(&cost);
   for (;;) {
-    if (len == cap) {
-      char *p = cap <= DCR__HISTORY_INDEX_MAX ? realloc(json, 2 * cap) : NULL;
-      if (!p) {
+    if (len == cap) { /* more than a known size, or a size not known until the end */
+      if (len > most) {
         free(json);
-        return cap > DCR__HISTORY_INDEX_MAX ? dcr__fail(d, DCR_E_LIMIT, "the index has more than %llu bytes",
-                                                         (unsigned long long)DCR__HISTORY_INDEX_MAX)
-                                            : dcr__fail(d, DCR_E_NOMEM, "cannot allocate the index");
+        return size != UINT64_MAX ? dcr__fail(d, DCR_E_ARCHIVE, "the index has more than the %llu bytes its "
+                                              "header says", (unsigned long long)size)
+                                  : dcr__fail(d, DCR_E_LIMIT, "the index has more than %llu bytes",
+                                              (unsigned long long)most);
       }
-      json = p, cap *= 2;
+      size_t grown = cap * 2 < most + 1 ? cap * 2 : (size_t)most + 1;
+      char *p = realloc(json, grown);
+      if (!p) return free(json), dcr__fail(d, DCR_E_NOMEM, "cannot allocate the index");
+      json = p, cap = grown;
     }
-    size_t n;
-    if ((err = dcr__hreader_read(h->r, json + len, cap - len, &n, d))) return free(json), err;
+    size_t n; /* a piece at a time, each scanned before the next is read */
+    if ((err = dcr__hreader_read(h->r, json + len, cap - len < BUF_SIZE ? cap - len : BUF_SIZE, &n, d)))
+      return free(json), err;
     if (n == 0) break;
+    if ((err = dcr__hindex_scan(&cost, json + len, n, len + n, budget, d))) return free(json), err;
     len += n;
   }
   if (size != UINT64_MAX && len != size) {
     free(json);
     return dcr__fail(d, DCR_E_TRUNCATED, "the index has %zu of its %llu bytes", len, (unsigned long long)size);
   }
-  err = dcr__hindex_parse(&h->x, json, len, d);
+  err = dcr__hindex_parse(&h->x, json, len, budget, d);
   free(json);
   return err;
 }
@@ -98,10 +123,7 @@ int dcr__history_open(dcr_history **out, const char *path, int fd, const void *m
   if (d) dcr__detail_init(d);
   *out = NULL;
   dcr_history *h = calloc(1, sizeof *h);
-  if (!h || !(h->buf = malloc(BUF_SIZE))) {
-    free(h);
-    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a history");
-  }
+  if (!h) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a history");
   dcr__limits_take(&h->lim, limits);
   if (path) snprintf(h->file, sizeof h->file, "%s", path);
   int err = dcr__hreader_open(&h->r, path, fd, memory, memory_size, d);
@@ -132,7 +154,6 @@ void dcr_history_free(dcr_history *h) {
   if (!h) return;
   dcr__hreader_free(h->r);
   dcr__hindex_free(&h->x);
-  free(h->buf);
   free(h);
 }
 
@@ -200,75 +221,72 @@ static int member_seek(dcr_history *h, size_t i, dcr_detail *d) {
   return DCR_OK;
 }
 
-typedef int (*member_sink)(void *opaque, const void *data, size_t size, dcr_detail *d);
-
-/* Reads the current member, index member i, whole: its bytes to sink (NULL: only
- * checked), its length and XXH3-128 checked against the index (DCR_E_CHECKSUM). */
-static int member_read(dcr_history *h, size_t i, member_sink sink, void *opaque,
-                       const dcr_history_options *o, dcr_detail *d) {
-  const dcr__hmember *m = &h->x.m[i];
-  XXH3_state_t st;
-  XXH3_128bits_reset(&st);
-  uint64_t total = 0;
-  for (;;) {
-    if (cancelled(o)) return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
-    size_t n;
-    int err = dcr__hreader_read(h->r, h->buf, BUF_SIZE, &n, d);
-    if (err) return err;
-    if (n == 0) break;
-    total += n;
-    if (total > m->size) break;
-    XXH3_128bits_update(&st, h->buf, n);
-    if (sink && (err = sink(opaque, h->buf, n, d))) return err;
-  }
-  if (total != m->size)
-    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') has %s%llu bytes, the index says %llu", i, m->name,
-                     total > m->size ? "more than " : "", (unsigned long long)total,
-                     (unsigned long long)m->size);
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
-  if (!DCR__CHECKSUM_OK(!memcmp(c.digest, m->digest, 16))) {
-    char got[33], want[33];
-    dcr__hex(c.digest, 16, got), dcr__hex(m->digest, 16, want);
-    return dcr__fail(d, DCR_E_CHECKSUM, "member %zu ('%.64s') has XXH3-128 %s, the index says %s", i, m->name,
-                     got, want);
-  }
-  return DCR_OK;
-}
-
 static int sink_fd(void *opaque, const void *data, size_t size, dcr_detail *d) {
   return dcr__write_fd(opaque, data, size) ? dcr__fail(d, DCR_E_IO, "cannot write: %s", strerror(errno)) : DCR_OK;
 }
 
-typedef struct {
-  uint8_t *data;
-  size_t at;
-} memory_sink_state;
-
-static int sink_memory(void *opaque, const void *data, size_t size, dcr_detail *d) {
-  (void)d;
-  memory_sink_state *s = opaque;
-  memcpy(s->data + s->at, data, size); /* member_read never passes the member's size */
-  s->at += size;
-  return DCR_OK;
+static const char *temp_dir(const dcr_history_options *o) {
+  const char *t = o->temp_dir ? o->temp_dir : getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
 }
 
-/* Index member i, a bundle, read into memory and opened, its identity checked
- * against the index. *mem is the reader's buffer (free it after the reader). */
-static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, uint8_t **mem, const dcr_history_options *o,
-                       dcr_detail *d) {
+/* A member's own errors (from the reader, the patch, the checkpoint's header) say
+ * nothing of where it is in the archive: the member goes in front of the message. */
+static void prefix_member(dcr_detail *d, const dcr_history *h, size_t i) {
+  const dcr__hmember *m = &h->x.m[i];
+  if (!d || strstr(d->message, m->name)) return;
+  char msg[2 * sizeof d->message];
+  snprintf(msg, sizeof msg, "step %llu ('%s'): %s", (unsigned long long)m->step, m->name, d->message);
+  memcpy(d->message, msg, sizeof d->message - 1); /* cut short, as every message may be */
+  d->message[sizeof d->message - 1] = 0;
+}
+
+/* The keyframe being read into fd, from its offset 0: its safetensors header is
+ * checked as soon as it is in (SPEC.md §19.4), before the rest is read. */
+typedef struct {
+  int fd;
+  const dcr__hmember *m;
+  const dcr_limits *lim;
+  uint64_t at;
+  int checked;
+} keyframe_sink;
+
+static int sink_keyframe(void *opaque, const void *data, size_t size, dcr_detail *d) {
+  keyframe_sink *k = opaque;
+  int err = sink_fd(&k->fd, data, size, d);
+  if (err || k->checked) return err;
+  k->at += size;
+  uint8_t length[8];
+  if (k->m->size >= 8) { /* else too short for a length: refused at once */
+    if (k->at < 8 || (err = dcr__pread_full(k->fd, length, 8, 0, d))) return err;
+    uint64_t n = dcr__le64(length);
+    /* on once the header is in, or as soon as its length alone fails it */
+    if (n <= k->lim->max_header_size && n <= k->m->size - 8 && k->at < 8 + n) return DCR_OK;
+  }
+  k->checked = 1;
+  dcr__checkpoint ck = {0};
+  err = dcr__safetensors_read(k->fd, k->m->size, k->lim, DCR_FORMAT_MINOR, &ck, d);
+  dcr__checkpoint_free(&ck);
+  return err;
+}
+
+/* Keyframe i, the current member, read into fd (at its offset 0) and checked. */
+static int keyframe_read(dcr_history *h, size_t i, int fd, const dcr_history_options *o, dcr_detail *d) {
+  keyframe_sink k = {.fd = fd, .m = &h->x.m[i], .lim = &h->lim};
+  int err = dcr__member_read(h->r, &h->x.m[i], i, sink_keyframe, &k, o->cancel, d);
+  if (err) prefix_member(d, h, i);
+  return err;
+}
+
+/* Index member i, a bundle, the current member, opened as §19.4 says and its
+ * identity checked against the index. */
+static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, const dcr_history_options *o, dcr_detail *d) {
   const dcr__hmember *m = &h->x.m[i];
   *r = NULL;
-  *mem = NULL;
-  if (m->size > h->lim.max_bundle_size || m->size > SIZE_MAX)
+  if (m->size > h->lim.max_bundle_size)
     return dcr__fail(d, DCR_E_LIMIT, "member %zu ('%.64s') is a bundle of %llu bytes, more than the limit %llu", i,
                      m->name, (unsigned long long)m->size, (unsigned long long)h->lim.max_bundle_size);
-  if (!(*mem = malloc(m->size ? (size_t)m->size : 1)))
-    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu bytes for member '%.64s'", (unsigned long long)m->size,
-                     m->name);
-  memory_sink_state s = {*mem, 0};
-  int err = member_read(h, i, sink_memory, &s, o, d);
-  if (!err) err = dcr_reader_open_memory(r, *mem, (size_t)m->size, &h->lim, d);
+  int err = dcr__member_reader(r, h->r, m, i, &h->lim, temp_dir(o), o->cancel, h->file, d);
   if (err) return err;
   dcr_bundle_info info;
   dcr_reader_info(*r, &info);
@@ -293,17 +311,6 @@ static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, uint8_t **mem, 
                        m->name, p.key);
   }
   return o->require_signature ? dcr_reader_verify_signature(*r, o->require_signature, NULL, d) : DCR_OK;
-}
-
-/* A bundle's own errors (from the reader, the patch) say nothing of where it is
- * in the archive: the member goes in front of the message. */
-static void prefix_member(dcr_detail *d, const dcr_history *h, size_t i) {
-  const dcr__hmember *m = &h->x.m[i];
-  if (!d || strstr(d->message, m->name)) return;
-  char msg[2 * sizeof d->message];
-  snprintf(msg, sizeof msg, "step %llu ('%s'): %s", (unsigned long long)m->step, m->name, d->message);
-  memcpy(d->message, msg, sizeof d->message - 1); /* cut short, as every message may be */
-  d->message[sizeof d->message - 1] = 0;
 }
 
 static int check_state(const char *path, const uint8_t want[16], unsigned threads, const dcr_limits *lim,
@@ -338,14 +345,12 @@ static int find_step(const dcr_history *h, uint64_t step, size_t *last, size_t *
   return DCR_OK;
 }
 
-/* Rebuilds `step` in the work file w. *last_reader (with *last_mem) is the last
- * bundle applied, kept for the caller's final check; NULL if the step is a
- * keyframe's. */
+/* Rebuilds `step` in the work file w. *last_reader is the last bundle applied,
+ * kept for the caller's final check; NULL if the step is a keyframe's. */
 static int replay(dcr_history *h, uint64_t step, dcr__work *w, const dcr_history_options *o,
-                  dcr_reader **last_reader, uint8_t **last_mem, dcr_detail *d) {
+                  dcr_reader **last_reader, dcr_detail *d) {
   size_t e = 0, k = 0;
   *last_reader = NULL;
-  *last_mem = NULL;
   if (h->consumed) return dcr__fail(d, DCR_E_ARGUMENT, "the archive's members were read already: open it again");
   h->consumed = 1;
   int err = find_step(h, step, &e, &k, d);
@@ -353,7 +358,7 @@ static int replay(dcr_history *h, uint64_t step, dcr__work *w, const dcr_history
   if (o->max_target_size && h->x.m[k].size > o->max_target_size)
     return dcr__fail(d, DCR_E_LIMIT, "keyframe '%.64s' has %llu bytes, more than the cap of %llu", h->x.m[k].name,
                      (unsigned long long)h->x.m[k].size, (unsigned long long)o->max_target_size);
-  if ((err = member_seek(h, k, d)) || (err = member_read(h, k, sink_fd, &w->a.fd, o, d))) return err;
+  if ((err = member_seek(h, k, d)) || (err = keyframe_read(h, k, w->a.fd, o, d))) return err;
   dcr_apply_options aopt;
   dcr_apply_options_default(&aopt);
   aopt.threads = o->threads;
@@ -362,10 +367,13 @@ static int replay(dcr_history *h, uint64_t step, dcr__work *w, const dcr_history
   aopt.max_target_size = o->max_target_size;
   for (size_t i = k + 1; i <= e && !err; i++) {
     if (h->x.m[i].kind == DCR_HISTORY_KEYFRAME) continue; /* the chain has made it already */
+    /* Only the last bundle is kept: one member's bytes held at a time. */
+    dcr_reader_free(*last_reader);
+    *last_reader = NULL;
     dcr_reader *r = NULL;
-    uint8_t *mem = NULL;
-    if ((err = member_seek(h, i, d)) || (err = bundle_open(h, i, &r, &mem, o, d))) {
-      dcr_reader_free(r), free(mem);
+    if ((err = member_seek(h, i, d)) || (err = bundle_open(h, i, &r, o, d))) {
+      dcr_reader_free(r);
+      prefix_member(d, h, i);
       break;
     }
     dcr_bundle_info info;
@@ -376,8 +384,7 @@ static int replay(dcr_history *h, uint64_t step, dcr__work *w, const dcr_history
                       (unsigned long long)o->max_target_size);
     if (!err) err = dcr__work_apply(w, r, o->verify, &aopt, d);
     if (err) prefix_member(d, h, i);
-    dcr_reader_free(*last_reader), free(*last_mem);
-    *last_reader = r, *last_mem = mem;
+    *last_reader = r;
   }
   if (err || o->verify == DCR_VERIFY_NONE) return err;
   /* A full check of each step's patch checked the result already; chunk checks
@@ -401,9 +408,8 @@ int dcr_history_extract(dcr_history *h, uint64_t step, const char *out, const dc
   int err = dcr__work_open(&w, out, commit_flags(o), d);
   if (err) return err;
   dcr_reader *r;
-  uint8_t *mem;
-  err = replay(h, step, &w, o, &r, &mem, d);
-  dcr_reader_free(r), free(mem);
+  err = replay(h, step, &w, o, &r, d);
+  dcr_reader_free(r);
   if (!err && cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
   if (!err) err = dcr__atomic_commit(&w.a, d);
   else note_file(d, h->file);
@@ -412,11 +418,6 @@ int dcr_history_extract(dcr_history *h, uint64_t step, const char *out, const dc
 }
 
 /* ---- verify */
-
-static const char *temp_dir(const dcr_history_options *o) {
-  const char *t = o->temp_dir ? o->temp_dir : getenv("TMPDIR");
-  return t && *t ? t : "/tmp";
-}
 
 int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detail *d) {
   if (d) dcr__detail_init(d);
@@ -435,17 +436,16 @@ int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detai
        * hashed from a temporary copy. */
       dcr__work w;
       if ((err = dcr__work_open(&w, beside, DCR__ATOMIC_REPLACE, d))) break;
-      err = member_read(h, i, sink_fd, &w.a.fd, o, d);
+      err = keyframe_read(h, i, w.a.fd, o, d);
       if (!err) err = check_state(w.path, m->state, o->threads, &h->lim, m->name, d);
       dcr__atomic_abort(&w.a);
     } else {
       dcr_reader *r;
-      uint8_t *mem;
-      err = bundle_open(h, i, &r, &mem, o, d);
+      err = bundle_open(h, i, &r, o, d);
       if (!err) dcr_reader_set_threads(r, o->threads);
       if (!err) err = dcr_reader_verify(r, d);
       if (err) prefix_member(d, h, i);
-      dcr_reader_free(r), free(mem);
+      dcr_reader_free(r);
     }
   }
   if (!err) {
@@ -464,7 +464,7 @@ int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detai
  * length and XXH3-128, and fails with DCR_E_IO past `limit` bytes. Every file that
  * becomes a member goes through it: hashed for the index, then copied into the
  * archive and checked again. */
-static int stream_fd(int fd, uint8_t *buf, member_sink sink, void *opaque, uint64_t limit, uint64_t *size,
+static int stream_fd(int fd, uint8_t *buf, dcr__member_sink sink, void *opaque, uint64_t limit, uint64_t *size,
                      uint8_t digest[16], dcr_detail *d) {
   XXH3_state_t st;
   XXH3_128bits_reset(&st);
@@ -488,7 +488,7 @@ static int stream_fd(int fd, uint8_t *buf, member_sink sink, void *opaque, uint6
 }
 
 /* The file at path through stream_fd; errors name it. */
-static int stream_file(const char *path, uint8_t *buf, member_sink sink, void *opaque, uint64_t limit,
+static int stream_file(const char *path, uint8_t *buf, dcr__member_sink sink, void *opaque, uint64_t limit,
                        uint64_t *size, uint8_t digest[16], dcr_detail *d) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   int err = fd < 0 ? dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno))
@@ -636,14 +636,13 @@ static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const 
   int err = dcr__work_open(&w, archive, DCR__ATOMIC_REPLACE, d);
   if (err) return err;
   dcr_reader *lr = NULL;
-  uint8_t *lm = NULL;
-  if (old) err = replay(old, old->x.m[old->x.count - 1].step, &w, o, &lr, &lm, d);
+  if (old) err = replay(old, old->x.m[old->x.count - 1].step, &w, o, &lr, d);
   else {
     uint64_t size;
     uint8_t digest[16];
     err = stream_file(first_keyframe, p->buf, sink_fd, &w.a.fd, UINT64_MAX, &size, digest, d);
   }
-  dcr_reader_free(lr), free(lm);
+  dcr_reader_free(lr);
   dcr_apply_options aopt;
   dcr_apply_options_default(&aopt);
   aopt.threads = o->threads;
@@ -720,7 +719,7 @@ static int plan_write(plan *p, const char *path, int container, dcr_history *old
     if (cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
     if (!err) err = member_seek(old, i, d);
     if (!err) err = dcr__hwriter_member(aw, p->x.m[i].name, p->x.m[i].size, d);
-    if (!err) err = member_read(old, i, sink_archive, aw, o, d);
+    if (!err) err = dcr__member_read(old->r, &old->x.m[i], i, sink_archive, aw, o->cancel, d);
   }
   for (size_t i = p->old_count; i < p->x.count && !err; i++)
     err = cancelled(o) ? dcr__fail(d, DCR_E_INTERRUPTED, "interrupted")
@@ -758,7 +757,7 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
   plan p = {0};
   if (!(p.buf = malloc(BUF_SIZE))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   dcr_limits lim;
-  dcr__limits_take(&lim, NULL);
+  options_limits(o, &lim);
   dcr_checkpoint *ck;
   char name[64];
   dcr__hmember key = {.kind = DCR_HISTORY_KEYFRAME, .step = o->first_step, .name = name};
@@ -805,10 +804,12 @@ int dcr_history_append(const char *path, const char *const *bundles, size_t coun
   const dcr_history_options *o = options_or_default(opt, &def);
   int fd, err = lock_archive(path, &fd, d);
   if (err) return note_file(d, path), err;
+  dcr_limits lim;
+  options_limits(o, &lim);
   dcr_history *old = NULL, *keys_from = NULL;
   plan p = {0};
   if (!(p.buf = malloc(BUF_SIZE))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-  if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, NULL, d);
+  if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, &lim, d);
   for (size_t i = 0; !err && i < old->x.count; i++) err = dcr__hindex_add(&p.x, &old->x.m[i], d);
   if (!err) {
     p.old_count = p.x.count;
@@ -819,14 +820,14 @@ int dcr_history_append(const char *path, const char *const *bundles, size_t coun
   /* Keyframes are built from the old archive read a second time. */
   int keys = !err && keyframes_due(&p);
   if (keys && lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
-  if (keys && !err) err = dcr__history_open(&keys_from, NULL, fd, NULL, 0, NULL, d);
+  if (keys && !err) err = dcr__history_open(&keys_from, NULL, fd, NULL, 0, &lim, d);
   if (keys && !err) err = plan_keyframes(&p, path, keys_from, NULL, o, d);
   if (!err) {
     dcr_history_free(old);
     old = NULL;
     if (lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
   }
-  if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, NULL, d);
+  if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, &lim, d);
   int container = old ? dcr__hreader_container(old->r) : 0;
   if (!err) err = plan_write(&p, path, container, old, DCR__ATOMIC_REPLACE | (o->sync ? DCR__ATOMIC_SYNC : 0), o, d);
   if (err) note_file(d, path);

@@ -15,8 +15,9 @@
 #define DCR__HISTORY_INDEX_NAME "dcr-history.json"
 #define DCR__HISTORY_MAJOR 1
 #define DCR__HISTORY_MINOR 0
-/* The index is read whole into memory; a million members need about 400 MB of
- * JSON, far more than any run keeps, and a hostile archive cannot declare more. */
+/* The index is read whole into memory, within the memory budget; a million
+ * members need about 400 MB of JSON, far more than any run keeps, and a hostile
+ * archive cannot declare more. */
 #define DCR__HISTORY_INDEX_MAX ((uint64_t)256 << 20)
 #define DCR__HISTORY_MEMBERS_MAX ((size_t)1 << 20)
 #define DCR__HISTORY_STEP_MAX DCR__STEP_MAX
@@ -45,8 +46,16 @@ typedef struct {
 
 /* index.c */
 /* Parses and checks an index document, R-HIS-2 and R-HIS-3, in their order:
- * DCR_E_ARCHIVE, or DCR_E_VERSION for a major version it does not know. */
-DCR_HIDDEN int dcr__hindex_parse(dcr__hindex *x, const char *json, size_t length, dcr_detail *d);
+ * DCR_E_ARCHIVE, or DCR_E_VERSION for a major version it does not know; first
+ * DCR_E_NOMEM where the text and its parse would take more than `budget` bytes
+ * (dcr__hindex_scan), which is decided before anything is allocated. */
+DCR_HIDDEN int dcr__hindex_parse(dcr__hindex *x, const char *json, size_t length, uint64_t budget,
+                                 dcr_detail *d);
+/* Feeds the next n bytes of an index text to c; DCR_E_NOMEM once the `length`
+ * bytes read so far and what parsing them would take pass `budget`: a text read
+ * from a stream is refused as soon as its prefix is too dear. */
+DCR_HIDDEN int dcr__hindex_scan(dcr__json_cost *c, const char *piece, size_t n, uint64_t length, uint64_t budget,
+                                dcr_detail *d);
 /* R-HIS-3 alone, for an index built in memory (create, append). */
 DCR_HIDDEN int dcr__hindex_check(const dcr__hindex *x, dcr_detail *d);
 /* The canonical document of x (§19.3): *out is malloc'd, NUL-terminated. */
@@ -78,6 +87,24 @@ DCR_HIDDEN int dcr__hreader_next(dcr__hreader *r, const char **name, uint64_t *s
 DCR_HIDDEN int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d);
 /* DCR_HISTORY_TAR, _TAR_ZSTD or _ZIP, once the first member has been read. */
 DCR_HIDDEN int dcr__hreader_container(const dcr__hreader *r);
+
+/* member.c: the archive's current member, index member `index` (m), read as
+ * SPEC.md §19.4 says. */
+typedef int (*dcr__member_sink)(void *opaque, const void *data, size_t size, dcr_detail *d);
+/* Whole, its bytes to sink (NULL: only checked) as they arrive, its length and
+ * digest checked at its end (DCR_E_ARCHIVE, DCR_E_CHECKSUM). */
+DCR_HIDDEN int dcr__member_read(dcr__hreader *r, const dcr__hmember *m, size_t index, dcr__member_sink sink,
+                                void *opaque, const volatile int *cancel, dcr_detail *d);
+/* As a bundle: a reader over it whose walk gets the member's first 96 bytes as
+ * they arrive, and the rest once the member is whole and its length and digest
+ * are checked (R-HIS-8).
+ * lim->max_memory is the budget: a member of up to a quarter of it is kept in
+ * memory (and counted against the reader's budget), a larger one in an unnamed
+ * temporary file in temp_dir (NULL: TMPDIR). `name` is the file the reader's
+ * errors name. */
+DCR_HIDDEN int dcr__member_reader(dcr_reader **out, dcr__hreader *r, const dcr__hmember *m, size_t index,
+                                  const dcr_limits *lim, const char *temp_dir, const volatile int *cancel,
+                                  const char *name, dcr_detail *d);
 
 typedef struct dcr__hwriter dcr__hwriter;
 DCR_HIDDEN int dcr__hwriter_open(dcr__hwriter **w, int fd, int container, dcr_detail *d);

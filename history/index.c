@@ -251,11 +251,32 @@ int dcr__hindex_check(const dcr__hindex *x, dcr_detail *d) {
   return DCR_OK;
 }
 
-int dcr__hindex_parse(dcr__hindex *x, const char *json, size_t length, dcr_detail *d) {
+int dcr__hindex_scan(dcr__json_cost *c, const char *piece, size_t n, uint64_t length, uint64_t budget,
+                     dcr_detail *d) {
+  dcr__json_cost_feed(c, piece, n);
+  /* The text, jansson's document of it, then the members kept: a struct and a
+   * copy of each string (names, metadata) apiece. */
+  uint64_t cost = length + dcr__json_cost_dom(c) + c->objects * sizeof(dcr__hmember) + c->string_bytes;
+  if (cost <= budget) return DCR_OK;
+  return dcr__fail(d, DCR_E_NOMEM, "reading the index would take more than %llu MiB (%llu bytes of it read), "
+                   "over the memory budget of %llu MiB (dcr_limits.max_memory, dcr --memory)",
+                   (unsigned long long)(cost >> 20), (unsigned long long)length,
+                   (unsigned long long)(budget >> 20));
+}
+
+int dcr__hindex_parse(dcr__hindex *x, const char *json, size_t length, uint64_t budget, dcr_detail *d) {
   static const char *const top_keys[] = {"format", "version", "run_id", "keyframe_every", "members", NULL};
   memset(x, 0, sizeof *x);
+  dcr__json_cost cost;
+  dcr__json_cost_init(&cost);
+  int err = dcr__hindex_scan(&cost, json, length, length, budget, d);
+  if (err) return err;
   json_error_t e;
   json_t *doc = json_loadb(json, length, JSON_REJECT_DUPLICATES, &e);
+  /* jansson leaves the error text empty where an allocation failed before it set
+   * one: no verdict on the text either. */
+  if (!doc && (json_error_code(&e) == json_error_out_of_memory || !e.text[0]))
+    return dcr__fail(d, DCR_E_NOMEM, "out of memory while parsing the index");
   if (!doc) return dcr__fail(d, DCR_E_ARCHIVE, "the index is not JSON: %s (line %d)", e.text, e.line);
   int rc = DCR_OK;
   json_t *format = json_object_get(doc, "format"), *version = json_object_get(doc, "version");

@@ -741,15 +741,21 @@ typedef struct {
    * signed by one of these keys (dcr_reader_verify_signature, SPEC.md §20.4),
    * checked before it is used: DCR_E_SIGNATURE otherwise. */
   const struct dcr_keyring *require_signature;
-  uint64_t reserved_[7];
+  /* create, append: the memory budget for reading the archive, the keyframe and
+   * the bundles, as dcr_limits.max_memory (0: its default); extract and verify
+   * use the limits given to dcr_history_open. */
+  uint64_t max_memory;
+  uint64_t reserved_[6];
 } dcr_history_options;
 
 DCR_API void dcr_history_options_default(dcr_history_options *options);
 
 /* Opens an archive and reads its index (its first member), checking every rule
- * of §19.3: DCR_E_ARCHIVE, DCR_E_VERSION, DCR_E_TRUNCATED. The members are read
- * later, once, by dcr_history_extract or dcr_history_verify. _fd reads a pipe or
- * any descriptor, which stays the caller's. */
+ * of §19.3: DCR_E_ARCHIVE, DCR_E_VERSION, DCR_E_TRUNCATED; DCR_E_NOMEM as soon as
+ * the index read so far and its parse would pass limits->max_memory. The members
+ * are read later, once, by dcr_history_extract or dcr_history_verify, within the
+ * same budget (SPEC.md §19.4). _fd reads a pipe or any descriptor, which stays the
+ * caller's. */
 DCR_API int dcr_history_open(dcr_history **history, const char *path, const dcr_limits *limits,
                              dcr_detail *detail);
 DCR_API int dcr_history_open_fd(dcr_history **history, int fd, const dcr_limits *limits,

@@ -542,18 +542,6 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_ready;
 static void curl_start(void) { curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static int open_spool(void) {
-  const char *dir = getenv("TMPDIR");
-  if (!dir || !*dir) dir = "/tmp";
-  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/.dcr-fetch-XXXXXX", dir);
-  fd = mkostemp(path, O_CLOEXEC);
-  if (fd >= 0) unlink(path);
-  return fd;
-}
-
 static int is_http(const char *url) {
   return !strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8);
 }
@@ -587,7 +575,7 @@ static int make_remote(dcr__remote **out, const char *url, const dcr_http_option
   if (curl_ready != CURLE_OK || !(rm->multi = curl_multi_init()))
     return dcr__fail(d, DCR_E_NOMEM, "cannot start libcurl");
   for (unsigned k = 0; k < rm->inflight; k++) rm->x[k].rm = rm;
-  if ((rm->spool = open_spool()) < 0)
+  if ((rm->spool = dcr__temp_fd(NULL)) < 0)
     return dcr__fail(d, DCR_E_IO, "cannot create a spool file in TMPDIR: %s", strerror(errno));
   if (pthread_create(&rm->thread, NULL, fetcher, rm))
     return dcr__fail(d, DCR_E_NOMEM, "cannot start the fetcher thread");

@@ -260,5 +260,144 @@ t_crash() {
 }
 tcase "appends killed at random moments" t_crash
 
+t_help() {
+  run history --help
+  want_rc 0 "history --help"
+  [ "$(grep -c -- '--memory' o)" = 1 ] || fail "the common options are printed $(grep -c -- '--memory' o) times"
+}
+tcase "history --help prints the common options once" t_help
+
+# ---- Hostile archives (issue 32): small files that ask for gigabytes. Each must
+# end with its own error within 512 MiB of peak resident memory and 15 s at
+# --memory 256M, measured as tests/hostile_test.sh does (getrusage of the child).
+# The archives are written by mkhistory_hostile.py; nothing large is kept.
+MEASURE='
+import resource, subprocess, sys
+try:
+    rc = subprocess.call(sys.argv[2:], timeout=float(sys.argv[1]), stdout=open("o", "wb"), stderr=open("e", "wb"))
+except subprocess.TimeoutExpired:
+    rc = 124
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)'
+# bounded RC CODE ARGS [< FILE]: dcr ARGS --memory 256M exits RC naming CODE, in bounds.
+bounded() {
+  local rc=$1 code=$2 mib=512 secs=15 peak
+  shift 2
+  # sanitizers' shadow memory and slower code: the bounds still tell gigabytes apart
+  if [ -n "${SANITIZE:-}" ]; then mib=$((mib * 2 + 512)) secs=$((secs * 4)); fi
+  read -r RC peak < <(python3 -c "$MEASURE" "$secs" "$DCR" "$@" --memory 256M)
+  echo "# dcr $* -> exit $RC, peak $peak MiB"
+  [ "$RC" != 124 ] || { fail "$*: over $secs s"; return; }
+  want_rc "$rc" "$*" && has e "$code" "$*" || return
+  [ "$peak" -le "$mib" ] || fail "$*: peak $peak MiB, over $mib MiB"
+}
+
+t_index_bombs() {
+  local kind c size
+  for kind in array nested string members; do
+    for c in tar.zst tar zip; do
+      # in a tar or zip the index's bytes are the file's: smaller ones, as large
+      # as asks for gigabytes
+      size=$((250 << 20))
+      [ "$c" != tar.zst ] && [ "$kind" != string ] && size=$((64 << 20))
+      python3 "$HERE/mkhistory_hostile.py" index "$kind" "$size" "$kind.$c" || { fail "mkhistory_hostile.py"; return; }
+      bounded 3 DCR_E_NOMEM history list "$kind.$c" || return
+      has e "memory budget" "list $kind.$c" || return
+      if [ "$c" = zip ] && [ "$kind" = array ]; then # a stream: the index's size comes after it
+        echo "# standard input: $kind.$c"
+        bounded 3 DCR_E_NOMEM history verify - <"$kind.$c" || return
+      fi
+      rm -f "$kind.$c"
+    done
+  done
+}
+tcase "index bombs (nested, arrays, strings, members) in tar, tar.zst, zip: DCR_E_NOMEM early" t_index_bombs
+
+# hostile_member NAME ARCHIVE RC CODE: verify, and extract step 1, fail with CODE
+# within the bounds, nothing written; then the archive is removed.
+hostile_member() {
+  bounded "$3" "$4" history verify "$2" || return
+  has e "$1" "verify names the member" || return
+  bounded "$3" "$4" history extract "$2" --step 1 -o never.safetensors || return
+  [ ! -e never.safetensors ] || fail "extract of $2 left an output"
+  rm -f "$2"
+}
+
+t_member_bombs() {
+  # an archive of a keyframe and one bundle, whose index is then made to lie
+  "$DCR" history create two.tar --keyframe "$(ck 0)" b1.dcr -f -q || { fail "create"; return; }
+  tar -xOf two.tar dcr-history.json >two.json
+  # index M KEY VALUE...: two.json with member M's keys set
+  index() {
+    python3 - "$@" <<'PY'
+import json, sys
+ix = json.load(open("two.json"))
+m = ix["members"][int(sys.argv[1])]
+for k, v in zip(sys.argv[2::2], sys.argv[3::2]):
+    m[k] = int(v) if v.isdigit() else v
+json.dump(ix, open("lie.json", "w"))
+PY
+  }
+  local g=$HERE/mkhistory_hostile.py gib3=$((3 << 30)) zeros=9d267feaab1011a281e2dc14742c699d # XXH3-128 of 3 GiB of zeros
+  local bundle=bundles/step-00000001.dcr keyframe=keyframes/step-00000000.safetensors c
+  index 1 size "$gib3" xxh3_128 "$zeros"
+  for c in tar.zst tar; do # a .tar with a hole, a .tar.zst of RLE blocks: 3 GiB, kilobytes
+    python3 "$g" members lie.json "zero.$c" "$(ck 0)" "zeros:$gib3" || { fail "mkhistory_hostile.py"; return; }
+    hostile_member "$bundle" "zero.$c" 1 DCR_E_MAGIC || return
+  done
+  python3 "$g" members lie.json head.tar.zst "$(ck 0)" "zeros:$gib3:b1.dcr:64" || { fail "mkhistory_hostile.py"; return; }
+  hostile_member "$bundle" head.tar.zst 1 "DCR_E_CHECKSUM: step 1 ('$bundle'): section header" || return
+  index 1 size $((1 << 40))
+  for c in tar.zst tar; do # a member declared larger than the archive
+    python3 "$g" members lie.json "cut.$c" "$(ck 0)" "cut:$((1 << 40))" || { fail "mkhistory_hostile.py"; return; }
+    hostile_member "$bundle" "cut.$c" 1 DCR_E_TRUNCATED || return
+  done
+  index 0 size "$gib3" xxh3_128 "$zeros"
+  python3 "$g" members lie.json kzero.tar.zst "zeros:$gib3" b1.dcr || { fail "mkhistory_hostile.py"; return; }
+  hostile_member "$keyframe" kzero.tar.zst 1 DCR_E_CHECKPOINT
+}
+tcase "3 GiB zero members, members larger than the archive: their own error at their first bytes" t_member_bombs
+
+t_budget() {
+  # Bundles over a quarter of --memory are kept in a temporary file in TMPDIR.
+  python3 "$HERE/mkchain.py" big 2 --bytes 8388608 --rate 0.3 --seed 5 || { fail "mkchain.py"; return; }
+  local i
+  for i in 1 2; do
+    "$DCR" encode -q "big/step-000$((i - 1)).safetensors" "big/step-000$i.safetensors" -o "big$i.dcr" \
+      --chunk-size 1M || { fail "encode"; return; }
+  done
+  run history create big.tar --keyframe big/step-0000.safetensors big1.dcr big2.dcr -q
+  want_rc 0 "create" || return
+  run history extract big.tar --step 2 -o big.safetensors --memory 2M -q
+  want_rc 0 "extract at --memory 2M" && cmp -s big.safetensors big/step-0002.safetensors || fail "step 2 differs"
+  run history verify big.tar --memory 2M
+  want_rc 0 "verify at --memory 2M" || return
+  TMPDIR=$W/none run history extract big.tar --step 2 -o none.safetensors --memory 2M
+  want_rc 3 "a 600 KB bundle at --memory 2M, TMPDIR missing" && has e "temporary file" "the spool is named"
+  [ ! -e none.safetensors ] || fail "an output was written"
+  TMPDIR=$W/none run history extract big.tar --step 2 -o none.safetensors --memory 4M -q
+  want_rc 0 "at --memory 4M the bundles are kept in memory"
+  # --memory reaches create and append: a checkpoint of 30000 tensors and a
+  # bundle to it, whose header and manifest need more than 1 MiB
+  python3 - <<'PY'
+import json, struct
+for name, last in (("wide0.safetensors", 0), ("wide1.safetensors", 1)):
+    header = {"t%05d" % i: {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]} for i in range(30000)}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    open(name, "wb").write(struct.pack("<Q", len(text)) + text + bytes(29999) + bytes([last]))
+PY
+  "$DCR" encode -q wide0.safetensors wide1.safetensors -o wide1.dcr || { fail "encode wide"; return; }
+  run history create wide.tar --keyframe wide0.safetensors --memory 1M
+  want_rc 3 "create at --memory 1M" && has e DCR_E_NOMEM "create"
+  [ ! -e wide.tar ] || fail "create left an archive"
+  run history create wide.tar --keyframe wide0.safetensors -q
+  want_rc 0 "create" || return
+  cp wide.tar wide.before
+  run history append wide.tar wide1.dcr --memory 1M
+  want_rc 3 "append at --memory 1M" && has e DCR_E_NOMEM "append"
+  cmp -s wide.tar wide.before || fail "a refused append changed the archive"
+}
+tcase "--memory: large bundles kept in a temporary file; create and append within the budget" t_budget
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

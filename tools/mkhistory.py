@@ -18,6 +18,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -353,6 +354,14 @@ nb = list(c)
 nb[4] = (dict(nb[4][0], size=len(steps[4]), xxh3_128=xxh128(steps[4])), steps[4])
 add("invalid/bundle-not-a-bundle", tar_bytes(files_of(nb)), "tar", "DCR_E_MAGIC", "members", ["R-HIS-5"],
     "the bundle of step 4 is a checkpoint, its digest and size listed right")
+# A member's first bytes are checked before its digest (R-HIS-8): damaged there, the
+# member fails with their code, not DCR_E_CHECKSUM.
+add("invalid/member-head", tar_bytes(files[:3] + [(files[3][0], b"\0" + bundles[2][1:])] + files[4:]), "tar",
+    "DCR_E_MAGIC", "members", ["R-HIS-8"], "bundle 2's first byte zeroed, the index's digest the bundle's")
+head = struct.pack("<Q", struct.unpack("<Q", steps[0][:8])[0] + len(steps[0]))
+add("invalid/keyframe-head", tar_bytes(files[:1] + [(files[1][0], head + steps[0][8:])] + files[2:]), "tar",
+    "DCR_E_CHECKPOINT", "members", ["R-HIS-8"], "the keyframe's header length made larger than the file, the "
+    "index's digest the keyframe's")
 
 index = {
     "format": "DCR history archive",
