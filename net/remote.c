@@ -68,7 +68,6 @@ typedef struct {
   struct timespec window_start;
   int stalled;                 /* stopped: nothing arrived for timeout_s */
   int slow;                    /* stopped: under low_speed over timeout_s */
-  uint8_t head[DCR__HEADER_SIZE]; /* the object's first bytes, as they arrive */
   char error[CURL_ERROR_SIZE];
   dcr__response resp;
 } xfer;
@@ -254,16 +253,19 @@ static size_t on_header(char *line, size_t size, size_t n, void *opaque) {
 }
 
 /* The object's first bytes are the bundle header: judged as they arrive, before
- * they are kept, by what the walk checks first (§4.1), so with its code. True
- * if they are refused. */
+ * they are kept, by what the walk checks first (§4.1), so with its code. Those
+ * before `data` are in the spool (a body reaches offset `at` only from there).
+ * True if they are refused. */
 static int head_refused(xfer *x, const char *data, size_t bytes) {
   uint64_t size = x->rm->obj.size, want = size < DCR__HEADER_SIZE ? size : DCR__HEADER_SIZE;
   uint64_t at = x->offset + x->received, take = want - at < bytes ? want - at : bytes;
+  uint8_t head[DCR__HEADER_SIZE];
   unsigned minor;
   dcr_detail d;
   dcr__detail_init(&d);
-  memcpy(x->head + at, data, (size_t)take);
-  int rc = dcr__header_parse(x->head, at + take < want ? at + take : size, &minor, &d);
+  if (dcr__pread_full(x->rm->spool, head, (size_t)at, 0, &d)) return 0; /* the walk will say */
+  memcpy(head + at, data, (size_t)take);
+  int rc = dcr__header_parse(head, at + take < want ? at + take : size, &minor, &d);
   if (!rc || (at + take < want && rc != DCR_E_MAGIC)) return 0; /* more bytes may mend it */
   x->verdict = DCR__RESP_FAIL, x->code = rc, x->detail = d;
   return 1;
@@ -494,7 +496,10 @@ static void follow(dcr__remote *rm, xfer *x) {
 
 /* A transfer ended (curl's result). Under the lock. */
 static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
-  if (x->verdict == DCR__RESP_REDIRECT) return follow(rm, x);
+  if (x->verdict == DCR__RESP_REDIRECT) {
+    follow(rm, x);
+    return;
+  }
   free(x->url); /* whatever comes next starts at the reader's URL again */
   x->url = NULL, x->redirects = 0;
   int ok = usable(x);
