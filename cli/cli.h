@@ -33,7 +33,8 @@ typedef struct {
 enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, OPT_LEVEL,
        OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY,
        OPT_UNRELATED, OPT_FORMAT, OPT_PARENT, OPT_KEY, OPT_PUBKEY, OPT_SIGN, OPT_REQUIRE_SIGNATURE,
-       OPT_HEADER, OPT_HTTP_RETRIES, OPT_HTTP_TIMEOUT, OPT_CACERT, OPT_TENSORS };
+       OPT_HEADER, OPT_HTTP_RETRIES, OPT_HTTP_TIMEOUT, OPT_CACERT, OPT_TENSORS,
+       OPT_HEADER_FOLLOW, OPT_HTTP_DEADLINE, OPT_HTTP_LOW_SPEED };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
@@ -53,15 +54,23 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
   {"header", required_argument, NULL, OPT_HEADER},                            \
       {"http-retries", required_argument, NULL, OPT_HTTP_RETRIES},            \
       {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},            \
+      {"http-low-speed", required_argument, NULL, OPT_HTTP_LOW_SPEED},        \
+      {"http-deadline", required_argument, NULL, OPT_HTTP_DEADLINE},          \
+      {"header-follow", no_argument, NULL, OPT_HEADER_FOLLOW},                \
       {"cacert", required_argument, NULL, OPT_CACERT}
 #define CLI_HTTP_HELP                                                                \
   "BUNDLE may be an http:// or https:// URL, read by range requests (SPEC.md 21).\n" \
   "      --header HEADER  send HEADER ('Name: value') with every request\n"      \
   "                     (repeatable; also one per line in DCR_HTTP_HEADERS, which\n" \
-  "                     keeps a token out of the process list); never printed\n"  \
+  "                     keeps a token out of the process list); never printed;\n" \
+  "                     sent only to the URL's origin (scheme, host, port)\n"     \
+  "      --header-follow  send them to the origin a redirect names too\n"         \
   "      --http-retries N  attempts after the first per request (default 5)\n"     \
-  "      --http-timeout S  retry a transfer that receives nothing for S seconds\n"  \
-  "                     (default 30)\n"                                             \
+  "      --http-timeout S  retry a transfer that receives nothing for S seconds,\n" \
+  "                     or less than --http-low-speed bytes a second (default 30)\n" \
+  "      --http-low-speed B  bytes a second, see --http-timeout (K/M; default 1K)\n" \
+  "      --http-deadline S  give up what is not fetched S seconds after the\n"     \
+  "                     start (default: no deadline)\n"                            \
   "      --cacert FILE  PEM CA certificates for HTTPS (default: the system's)\n"
 /* Handles an HTTP option (exits on a bad value); returns 1 if opt was one. */
 int cli_http_option(const char *command, int opt);

@@ -1,7 +1,8 @@
 /*
  * http.c - what the commands that read a bundle share for one behind a URL:
- * the HTTP options (--header, --http-retries, --http-timeout, --cacert, and
- * DCR_HTTP_HEADERS), opening it, the URL as it may be shown (never its query or
+ * the HTTP options (--header, --header-follow, --http-retries, --http-timeout,
+ * --http-low-speed, --http-deadline, --cacert, and DCR_HTTP_HEADERS), opening it
+ * (an interrupt stops the fetch), the URL as it may be shown (never its query or
  * userinfo), and the fetch report.
  */
 #include <getopt.h>
@@ -16,7 +17,8 @@
 
 static const char *headers[MAX_HEADERS];
 static size_t header_count;
-static dcr_http_options options = {.retries = 5, .timeout_s = 30, .inflight = 4};
+static dcr_http_options options = {.retries = 5, .timeout_s = 30, .inflight = 4,
+                                   .cancel = &cli_interrupted};
 
 void cli_http_read_whole(void) { options.whole = 1; }
 
@@ -38,6 +40,17 @@ int cli_http_option(const char *command, int opt) {
         exit(cli_usage(command, "bad --http-timeout '%s' (seconds, 1..86400)", optarg));
       options.timeout_s = (unsigned)v;
       return 1;
+    case OPT_HTTP_LOW_SPEED:
+      if (cli_parse_size(optarg, &v) || !v || v > UINT32_MAX)
+        exit(cli_usage(command, "bad --http-low-speed '%s' (bytes a second, 1 to 4G-1)", optarg));
+      options.low_speed = (unsigned)v;
+      return 1;
+    case OPT_HTTP_DEADLINE:
+      if (cli_parse_uint(optarg, 30 * 86400, &v) || !v)
+        exit(cli_usage(command, "bad --http-deadline '%s' (seconds, 1..2592000)", optarg));
+      options.deadline_s = (unsigned)v;
+      return 1;
+    case OPT_HEADER_FOLLOW: options.header_follow = 1; return 1;
     case OPT_CACERT: options.ca_file = optarg; return 1;
     default: return 0;
   }

@@ -658,9 +658,10 @@ static void response(fuzz_buf *out, const char *status, const char *headers, con
   fuzz_put(out, b->p + from, body);
 }
 
-/* fuzz_http: the skeleton bundle served whole, in two ranges, after faults. */
+/* fuzz_http: the skeleton bundle served whole, in two ranges, after faults, a
+ * redirect; and a 200 that is not a bundle. */
 static void http_seeds(void) {
-  fuzz_buf base = {0}, t = {0}, b = {0}, s = {0};
+  fuzz_buf base = {0}, t = {0}, b = {0}, s = {0}, text = {0};
   fuzz_base_safetensors(&base);
   fuzz_index_target(&t);
   fuzz_write_file(fuzz_path(0, "base"), base.p, base.n);
@@ -671,7 +672,9 @@ static void http_seeds(void) {
     const char *name;
     int steps; /* which responses, below */
   } seeds[] = {{"whole-206", 1}, {"whole-200", 2}, {"tail-then-rest", 3}, {"503-then-whole", 4},
-               {"cut-then-resume", 5}, {"etag-changes", 6}, {"whole-206-open-only", 7}};
+               {"cut-then-resume", 5}, {"etag-changes", 6}, {"whole-206-open-only", 7},
+               {"redirect-then-whole", 8}, {"200-not-a-bundle", 9}};
+  for (int i = 0; i < 100; i++) fuzz_put(&text, "x", 1);
   for (size_t k = 0; k < sizeof seeds / sizeof seeds[0]; k++) {
     s.n = 0;
     uint8_t mode = seeds[k].steps == 7 ? 0 : 1;
@@ -695,10 +698,16 @@ static void http_seeds(void) {
         response(&s, "206 Partial Content", "", &b, cut, n, n - cut, "5f-d3");
         response(&s, "206 Partial Content", "", &b, 0, cut, cut, "5f-d4");
         break;
+      case 8:
+        response(&s, "302 Found", "Location: http://other.invalid/b.dcr\r\n", &b, 0, 0, 0, "");
+        response(&s, "206 Partial Content", "", &b, 0, n, n, "5f-d3");
+        break;
+      case 9: response(&s, "200 OK", "", &text, 0, text.n, text.n, "1"); break;
     }
     save("http", seeds[k].name, s.p, s.n);
   }
   fuzz_buf_free(&base), fuzz_buf_free(&t), fuzz_buf_free(&b), fuzz_buf_free(&s);
+  fuzz_buf_free(&text);
   unlink(fuzz_path(0, "base"));
   unlink(fuzz_path(1, "target"));
 }

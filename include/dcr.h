@@ -951,34 +951,47 @@ DCR_API int dcr_reader_verify_signed_checkpoint(dcr_reader *reader, const dcr_ke
  * so that a second pass over the chunks does not fetch them again: up to the
  * bundle's size on disk, and little memory whatever the bundle's size.
  *
- * Faults are retried with backoff: connection failures, timeouts, stalls, 5xx
- * and 429 answers, cut bodies (resumed where they stopped). The object must not
- * change while it is read: every response must carry the validators of the
- * first (ETag, else Last-Modified, and the size), requests carry If-Match (or
- * If-Unmodified-Since), and a change is DCR_E_CHANGED, never a mixed result. A
- * server that ignores Range (200) is read whole. Other failures, and 4xx
- * answers, are DCR_E_FETCH. Error messages and details never contain header
+ * Faults are retried with backoff: connection failures, timeouts, stalled or
+ * too slow transfers, 5xx and 429 answers, cut bodies (resumed where they
+ * stopped). The object must not change while it is read: every response must
+ * carry the validators of the first (ETag, else Last-Modified, and the size),
+ * requests carry If-Match (or If-Unmodified-Since), and a change is
+ * DCR_E_CHANGED, never a mixed result. A server that ignores Range (200) is read
+ * whole, walked as it arrives: a body that is not a bundle is refused at its
+ * first bytes, and one larger than max_bundle_size or than TMPDIR's free space
+ * before any (DCR_E_LIMIT, DCR_E_IO). Other failures, 4xx answers and the
+ * deadline are DCR_E_FETCH. Error messages and details never contain header
  * values or the URL's userinfo and query (a presigned URL's signature): the URL
  * is shown as scheme://host/path.
  */
 typedef struct {
-  /* "Name: value" lines sent with every request (e.g. "Authorization: Bearer
-   * ..."). After a redirect to another host, scheme or port, libcurl drops
-   * Authorization and Cookie headers and sends the others: put a credential in
-   * Authorization, or in the URL's query (a presigned URL). */
+  /* "Name: value" lines sent with every request to the URL's origin (scheme,
+   * host and port; e.g. "Authorization: Bearer ..."). A redirect to another
+   * origin is followed without any of them, unless header_follow. */
   const char *const *headers;
   size_t header_count;
   unsigned retries;     /* attempts after the first, per request; default 5 */
-  unsigned timeout_s;   /* a transfer that receives nothing this long is retried;
+  unsigned timeout_s;   /* a transfer that receives nothing this long, or less than
+                           low_speed bytes a second over this long, is retried;
                            default 30 (connecting: 10 at most) */
   unsigned inflight;    /* requests in flight; default 4 */
   const char *ca_file;  /* PEM CA certificates for HTTPS; NULL: the system's store */
   /* 0 (default): the random-access profile (SPEC.md §21). 1: every section is read
    * and checked at open, in file order, as dcr_reader_open_file does: for a
-   * validator, which must read every byte anyway. */
+   * validator, which must read every byte anyway. A server that ignores Range
+   * is read so whatever this says. */
   int whole;
-  uint32_t reserved32_;
-  uint64_t reserved_[7];
+  /* 1: send the headers to whatever origin a redirect leads to (a credential
+   * then reaches hosts the URL does not name). 0 (default): only to the URL's. */
+  unsigned header_follow;
+  /* Seconds from the open on after which whatever is still to be fetched fails
+   * with DCR_E_FETCH; 0 (default): none. */
+  unsigned deadline_s;
+  unsigned low_speed;   /* bytes a second, see timeout_s; 0: the default, 1024 */
+  /* Optional: a non-zero *cancel stops the fetch (the open, or any later read
+   * that waits for bytes) with DCR_E_INTERRUPTED within about a second. */
+  const volatile int *cancel;
+  uint64_t reserved_[5];
 } dcr_http_options;
 
 DCR_API void dcr_http_options_default(dcr_http_options *options);

@@ -7,16 +7,31 @@
  * the spool holds them; what they ask comes first, then the plan (the chunk
  * sections the reader will use, coalesced), fetched ahead.
  *
- * Faults: a failed or cut transfer is asked again, from where its body stopped,
- * with backoff; a change of the object (validators, size, 412) or a response
- * that breaks the rules of §21.3 stops every read with its error.
+ * Faults: a failed, cut, stalled or too slow transfer is asked again, from
+ * where its body stopped, with backoff; a change of the object (validators,
+ * size, 412) or a response that breaks the rules of §21.3 stops every read with
+ * its error, and so do the deadline and the caller's cancel.
+ *
+ * Each response is judged when its headers end, and a body the reader will not
+ * use (an error page, a redirect's) is not read. A body is spooled as it
+ * arrives and readers may use its bytes at once, so a server that ignores Range
+ * and sends the whole object (200) is walked as it arrives and stopped at the
+ * walk's first failure; its first bytes, the bundle header, are checked before
+ * any is kept.
+ *
+ * Redirects are followed here, not by libcurl, so that the caller's headers go
+ * only to the URL's own origin (libcurl would send every header but
+ * Authorization and Cookie to any host a redirect names).
  */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +41,9 @@
 #define MIN_REQUEST (64u << 10)  /* a read not planned is rounded up to this */
 #define SPAN_BYTES (4u << 20)    /* the largest request: several spans fly at once */
 #define MERGE_GAP (64u << 10)    /* planned ranges closer than this are asked as one */
+#define MAX_REDIRECTS 8
+#define LOW_SPEED 1024u          /* bytes a second, over timeout_s, by default */
+#define ORIGIN_MAX 320           /* "scheme://host:port" */
 
 typedef struct dcr__remote dcr__remote;
 
@@ -42,9 +60,14 @@ typedef struct {
   dcr_detail detail;
   unsigned attempts;
   struct timespec not_before;
+  char *url;          /* the redirect being followed, or NULL: the reader's URL */
+  unsigned redirects; /* followed for this request */
   curl_off_t seen;             /* body bytes libcurl reported last */
   struct timespec last_byte;   /* when they grew (or the request started) */
+  curl_off_t window_bytes;     /* body bytes when the low-speed window started */
+  struct timespec window_start;
   int stalled;                 /* stopped: nothing arrived for timeout_s */
+  int slow;                    /* stopped: under low_speed over timeout_s */
   char error[CURL_ERROR_SIZE];
   dcr__response resp;
 } xfer;
@@ -54,11 +77,17 @@ struct dcr__remote {
   char shown[256];
   char **headers;
   size_t header_count;
-  unsigned retries, timeout_s, inflight;
+  int header_follow;       /* the headers go to every origin a redirect names */
+  char origin[ORIGIN_MAX]; /* the URL's: where the headers go */
+  unsigned retries, timeout_s, inflight, low_speed, deadline_s;
+  struct timespec deadline;
+  const volatile int *cancel;
+  uint64_t max_bundle_size;
   char *ca_file;
   int spool;
   dcr__object obj;
-  int known; /* obj is filled */
+  int known;        /* obj is filled */
+  int served_whole; /* the first response was a 200: the object comes whole */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   dcr__range *have, *queue, *plan;
@@ -166,47 +195,120 @@ dcr__net_hooks dcr__net_test = {NULL, 100};
 
 /* ---- one transfer */
 
-static size_t on_header(char *line, size_t size, size_t n, void *opaque) {
-  xfer *x = opaque;
-  dcr__response_header(&x->resp, line, size * n);
-  return size * n;
+/* Bytes the spool may still take: TMPDIR's free space and what it holds. */
+static uint64_t spool_room(const dcr__remote *rm) {
+  struct statvfs v;
+  struct stat st;
+  if (fstatvfs(rm->spool, &v) || fstat(rm->spool, &st)) return UINT64_MAX; /* pwrite will tell */
+  return (uint64_t)v.f_bavail * v.f_frsize + (uint64_t)st.st_blocks * 512;
 }
 
+/* Under the lock. */
 static int judge(xfer *x) {
   dcr__remote *rm = x->rm;
   dcr__detail_init(&x->detail);
   x->verdict = dcr__response_judge(&x->resp, &rm->obj, x->first, x->offset, x->length, &x->code,
                                    &x->detail);
+  int usable = x->verdict == DCR__RESP_PART || x->verdict == DCR__RESP_WHOLE;
   if (x->verdict == DCR__RESP_PART && x->first)
     x->offset = x->resp.first, x->length = x->resp.last - x->resp.first + 1;
   if (x->verdict == DCR__RESP_WHOLE) /* the body starts at 0, wherever we asked */
     x->offset = 0, x->length = rm->obj.size, x->received = 0;
+  /* what the walk checks first (§15.3 step 1), known before any body byte */
+  if (usable && x->first && rm->obj.size > rm->max_bundle_size) {
+    x->verdict = DCR__RESP_FAIL;
+    x->code = dcr__fail(&x->detail, DCR_E_LIMIT, "bundle of %llu bytes exceeds the limit %llu",
+                        (unsigned long long)rm->obj.size,
+                        (unsigned long long)rm->max_bundle_size);
+  } else if (x->verdict == DCR__RESP_WHOLE && spool_room(rm) < rm->obj.size) {
+    x->verdict = DCR__RESP_FAIL;
+    x->code = dcr__fail(&x->detail, DCR_E_IO, "the server ignores Range and sends the whole "
+                        "bundle, %llu bytes, and TMPDIR has room for %llu",
+                        (unsigned long long)rm->obj.size, (unsigned long long)spool_room(rm));
+  } else if (usable && x->first) { /* readers may start: the body is kept as it arrives */
+    rm->known = 1;
+    rm->served_whole = x->verdict == DCR__RESP_WHOLE;
+    x->first = 0;
+    pthread_cond_broadcast(&rm->cv);
+  }
   return x->verdict;
+}
+
+static int usable(const xfer *x) {
+  return x->verdict == DCR__RESP_PART || x->verdict == DCR__RESP_WHOLE;
+}
+
+/* A response is judged when its headers end (the blank line of a final one),
+ * and a body that will not be used is not read (returning short stops it). */
+static size_t on_header(char *line, size_t size, size_t n, void *opaque) {
+  xfer *x = opaque;
+  size_t bytes = size * n;
+  dcr__response_header(&x->resp, line, bytes);
+  if (x->verdict || (x->resp.status < 200 && !x->resp.malformed) || strspn(line, "\r\n") != bytes)
+    return bytes;
+  pthread_mutex_lock(&x->rm->mu);
+  judge(x);
+  pthread_mutex_unlock(&x->rm->mu);
+  return usable(x) ? bytes : 0;
+}
+
+/* The object's first bytes are the bundle header: judged as they arrive, before
+ * they are kept, by what the walk checks first (§4.1), so with its code. Those
+ * before `data` are in the spool (a body reaches offset `at` only from there).
+ * True if they are refused. */
+static int head_refused(xfer *x, const char *data, size_t bytes) {
+  uint64_t size = x->rm->obj.size, want = size < DCR__HEADER_SIZE ? size : DCR__HEADER_SIZE;
+  uint64_t at = x->offset + x->received, take = want - at < bytes ? want - at : bytes;
+  uint8_t head[DCR__HEADER_SIZE];
+  unsigned minor;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  if (dcr__pread_full(x->rm->spool, head, (size_t)at, 0, &d)) return 0; /* the walk will say */
+  memcpy(head + at, data, (size_t)take);
+  int rc = dcr__header_parse(head, at + take < want ? at + take : size, &minor, &d);
+  if (!rc || (at + take < want && rc != DCR_E_MAGIC)) return 0; /* more bytes may mend it */
+  x->verdict = DCR__RESP_FAIL, x->code = rc, x->detail = d;
+  return 1;
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *opaque) {
   xfer *x = opaque;
+  dcr__remote *rm = x->rm;
   size_t bytes = size * n;
+  pthread_mutex_lock(&rm->mu);
   if (!x->verdict) judge(x);
-  if (x->verdict != DCR__RESP_PART && x->verdict != DCR__RESP_WHOLE) return bytes; /* an error page */
-  if (bytes > x->length - x->received) {
-    x->verdict = DCR__RESP_FAIL, x->code = DCR_E_FETCH;
-    dcr__fail(&x->detail, DCR_E_FETCH, "the response body is longer than the range asked");
-    return 0;
+  int refused = !usable(x) || rm->failed || rm->stop;
+  if (!refused && bytes > x->length - x->received) {
+    x->verdict = DCR__RESP_FAIL;
+    x->code = dcr__fail(&x->detail, DCR_E_FETCH, "the response body is longer than the range asked");
+    refused = 1;
   }
+  if (!refused && x->offset + x->received < DCR__HEADER_SIZE && x->offset + x->received < rm->obj.size)
+    refused = head_refused(x, data, bytes);
+  uint64_t at = x->offset + x->received;
+  pthread_mutex_unlock(&rm->mu);
+  if (refused) return 0;
   for (size_t done = 0; done < bytes;) {
-    ssize_t w = pwrite(x->rm->spool, data + done, bytes - done,
-                       (off_t)(x->offset + x->received + done));
+    ssize_t w = pwrite(rm->spool, data + done, bytes - done, (off_t)(at + done));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      x->verdict = DCR__RESP_FAIL, x->code = DCR_E_IO;
-      dcr__fail(&x->detail, DCR_E_IO, "cannot write the spool file: %s", strerror(errno));
+      x->verdict = DCR__RESP_FAIL;
+      x->code = dcr__fail(&x->detail, DCR_E_IO, "cannot write the spool file: %s", strerror(errno));
       return 0;
     }
     done += (size_t)w;
   }
+  /* kept: readers may use these bytes now */
+  pthread_mutex_lock(&rm->mu);
   x->received += bytes;
-  return bytes;
+  rm->stats.bytes_fetched += bytes;
+  if (have_add(rm, at, bytes)) {
+    x->verdict = DCR__RESP_FAIL;
+    x->code = dcr__fail(&x->detail, DCR_E_NOMEM, "cannot allocate");
+  }
+  pthread_cond_broadcast(&rm->cv);
+  pthread_mutex_unlock(&rm->mu);
+  return x->verdict == DCR__RESP_FAIL ? 0 : bytes;
 }
 
 static long ms_since(struct timespec t) {
@@ -215,20 +317,52 @@ static long ms_since(struct timespec t) {
   return (long)(now.tv_sec - t.tv_sec) * 1000 + (now.tv_nsec - t.tv_nsec) / 1000000L;
 }
 
-/* --http-timeout: a transfer that receives nothing for timeout_s is stopped and
- * asked again. libcurl's own LOW_SPEED options average over several seconds, so
- * a stall after a burst would take that much longer to notice. */
+/* A transfer is stopped, and asked again, when it receives nothing for
+ * timeout_s (a stall after a burst is seen timeout_s after the last byte), or
+ * less than low_speed bytes a second in a window of timeout_s, or, near its end,
+ * not the rest of its body (a trickle). libcurl's own LOW_SPEED options would do
+ * the second alone and notice a stall later. */
 static int on_progress(void *opaque, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow) {
-  (void)dltotal, (void)ultotal, (void)ulnow;
+  (void)ultotal, (void)ulnow;
   xfer *x = opaque;
+  long window = 1000L * x->rm->timeout_s;
   if (dlnow != x->seen) {
     x->seen = dlnow;
     clock_gettime(CLOCK_MONOTONIC, &x->last_byte);
-    return 0;
+  } else if (ms_since(x->last_byte) >= window) {
+    return x->stalled = 1;
   }
-  x->stalled = ms_since(x->last_byte) >= 1000L * x->rm->timeout_s;
-  return x->stalled;
+  if (ms_since(x->window_start) < window) return 0;
+  curl_off_t need = (curl_off_t)x->rm->low_speed * x->rm->timeout_s;
+  if (dltotal > 0 && dltotal - x->window_bytes < need) need = dltotal - x->window_bytes;
+  if (dlnow - x->window_bytes < need) return x->slow = 1;
+  x->window_bytes = dlnow;
+  clock_gettime(CLOCK_MONOTONIC, &x->window_start);
+  return 0;
+}
+
+/* "scheme://host:port" of a URL, lower case ("" if it does not parse). */
+static void origin_of(const char *url, char out[ORIGIN_MAX]) {
+  CURLU *u = curl_url();
+  char *scheme = NULL, *host = NULL, *port = NULL;
+  out[0] = 0;
+  if (u && !curl_url_set(u, CURLUPART_URL, url, 0) &&
+      !curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) && !curl_url_get(u, CURLUPART_HOST, &host, 0) &&
+      !curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT))
+    snprintf(out, ORIGIN_MAX, "%s://%s:%s", scheme, host, port);
+  for (char *c = out; *c; c++) *c = (char)tolower((unsigned char)*c);
+  curl_free(scheme), curl_free(host), curl_free(port);
+  curl_url_cleanup(u);
+}
+
+/* The caller's headers go to the URL's origin, and after a redirect to another
+ * one only if the caller said so (header_follow). */
+static int headers_go(const dcr__remote *rm, const xfer *x) {
+  if (!x->url || rm->header_follow) return 1;
+  char to[ORIGIN_MAX];
+  origin_of(x->url, to);
+  return to[0] && !strcmp(to, rm->origin);
 }
 
 static int start(dcr__remote *rm, xfer *x) {
@@ -250,7 +384,7 @@ static int start(dcr__remote *rm, xfer *x) {
     snprintf(m, sizeof m, "If-Unmodified-Since: %s", rm->obj.last_modified);
     x->headers = curl_slist_append(x->headers, m);
   }
-  for (size_t i = 0; i < rm->header_count; i++)
+  for (size_t i = 0; headers_go(rm, x) && i < rm->header_count; i++)
     x->headers = curl_slist_append(x->headers, rm->headers[i]);
   if (!x->headers) return -1;
   /* A new handle for each request: libcurl 7.88 keeps a pointer into the last
@@ -263,9 +397,10 @@ static int start(dcr__remote *rm, xfer *x) {
   memset(&x->resp, 0, sizeof x->resp);
   x->verdict = 0;
   x->error[0] = 0;
-  x->seen = 0, x->stalled = 0;
+  x->seen = 0, x->stalled = 0, x->window_bytes = 0, x->slow = 0;
   clock_gettime(CLOCK_MONOTONIC, &x->last_byte);
-  curl_easy_setopt(e, CURLOPT_URL, rm->url);
+  x->window_start = x->last_byte;
+  curl_easy_setopt(e, CURLOPT_URL, x->url ? x->url : rm->url);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
@@ -274,10 +409,7 @@ static int start(dcr__remote *rm, xfer *x) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, x);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->error);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 8L);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)(rm->timeout_s < 10 ? rm->timeout_s : 10));
   curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -315,7 +447,7 @@ static long ms_until(struct timespec t) {
 }
 
 /* Failures that asking again may mend: the network's, not a refusal (a
- * certificate, a protocol, too many redirects). */
+ * certificate, a protocol). */
 static int transient(CURLcode c) {
   switch (c) {
     case CURLE_OK: /* a body that ended early */
@@ -329,18 +461,49 @@ static int transient(CURLcode c) {
   }
 }
 
+/* The Location of a redirect as an absolute URL (curl_free it), resolved
+ * against the URL that was asked; NULL if it does not parse. */
+static char *resolve(const char *base, const char *location) {
+  CURLU *u = curl_url();
+  char *out = NULL;
+  if (u && !curl_url_set(u, CURLUPART_URL, base, 0) &&
+      !curl_url_set(u, CURLUPART_URL, location, 0))
+    curl_url_get(u, CURLUPART_URL, &out, 0);
+  curl_url_cleanup(u);
+  return out;
+}
+
+/* A redirect: its target is asked at once (not a retry), up to MAX_REDIRECTS
+ * for one request. Under the lock. */
+static void follow(dcr__remote *rm, xfer *x) {
+  char *to = resolve(x->url ? x->url : rm->url, x->resp.location);
+  dcr__detail_init(&x->detail);
+  if (x->redirects == MAX_REDIRECTS)
+    dcr__fail(&x->detail, DCR_E_FETCH, "more than %d redirects", MAX_REDIRECTS);
+  else if (!to)
+    dcr__fail(&x->detail, DCR_E_FETCH, "HTTP %d to a Location that is not a URL", x->resp.status);
+  else {
+    free(x->url);
+    x->url = strdup(to), x->redirects++;
+    curl_free(to), to = NULL;
+    if (x->url && !start(rm, x)) return;
+    dcr__fail(&x->detail, DCR_E_NOMEM, "cannot start a request");
+  }
+  curl_free(to);
+  fail(rm, x->detail.code, &x->detail);
+  x->busy = x->first = 0;
+}
+
 /* A transfer ended (curl's result). Under the lock. */
 static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
-  if (!x->verdict && x->resp.status) judge(x); /* a response without a body */
-  int ok = x->verdict == DCR__RESP_PART || x->verdict == DCR__RESP_WHOLE;
-  rm->stats.bytes_fetched += ok ? x->received : 0;
-  if (ok && x->first) rm->known = 1;
-  if (ok && have_add(rm, x->offset, x->received)) {
-    dcr_detail d;
-    dcr__detail_init(&d);
-    fail(rm, DCR_E_NOMEM, (dcr__fail(&d, DCR_E_NOMEM, "cannot allocate"), &d));
+  if (x->verdict == DCR__RESP_REDIRECT) {
+    follow(rm, x);
+    return;
   }
-  if (ok && x->received == x->length && result == CURLE_OK) {
+  free(x->url); /* whatever comes next starts at the reader's URL again */
+  x->url = NULL, x->redirects = 0;
+  int ok = usable(x);
+  if (ok && x->received == x->length) {
     x->busy = x->first = 0;
     return;
   }
@@ -349,22 +512,27 @@ static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
     x->busy = x->first = 0;
     return;
   }
-  /* Cut short, refused, or a transient answer: ask again for the rest. */
-  if (ok) x->offset += x->received, x->length -= x->received, x->first = 0;
+  /* Cut short, stopped, or a transient answer: ask again for the rest. */
+  if (ok) x->offset += x->received, x->length -= x->received;
   x->received = 0;
   if (!x->verdict || ok) {
     dcr__detail_init(&x->detail);
     /* curl's own message may quote the URL; its code's text never does */
     if (x->stalled)
       dcr__fail(&x->detail, DCR_E_FETCH, "nothing received for %u s", rm->timeout_s);
+    else if (x->slow)
+      dcr__fail(&x->detail, DCR_E_FETCH, "less than %u bytes a second for %u s", rm->low_speed,
+                rm->timeout_s);
     else
       dcr__fail(&x->detail, DCR_E_FETCH, "%s", result == CURLE_OK ? "the response ended early"
                 : !x->error[0] || strstr(x->error, "://") ? curl_easy_strerror(result) : x->error);
   }
-  if (!transient(result) || x->attempts++ >= rm->retries) {
+  /* a retry verdict stopped its body on purpose, whatever curl says of that */
+  int again = x->verdict == DCR__RESP_RETRY || transient(result);
+  if (!again || x->attempts++ >= rm->retries) {
     dcr_detail d = x->detail;
     size_t n = strlen(d.message);
-    if (transient(result))
+    if (again)
       snprintf(d.message + n, sizeof d.message - n, " (after %u attempt%s)", x->attempts,
                x->attempts == 1 ? "" : "s");
     fail(rm, DCR_E_FETCH, &d);
@@ -378,6 +546,18 @@ static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
   x->waiting = 1;
   x->not_before = later(ms);
   rm->stats.retries++;
+}
+
+/* The deadline and the caller's cancel: what is still to fetch is given up
+ * (what the spool holds stays readable until then). Under the lock. */
+static void give_up_when_due(dcr__remote *rm) {
+  dcr_detail d;
+  dcr__detail_init(&d);
+  if (rm->cancel && *rm->cancel)
+    fail(rm, DCR_E_INTERRUPTED, (dcr__fail(&d, DCR_E_INTERRUPTED, "interrupted"), &d));
+  else if (rm->deadline_s && !ms_until(rm->deadline))
+    fail(rm, DCR_E_FETCH, (dcr__fail(&d, DCR_E_FETCH, "not fetched within the deadline of %u s",
+                                     rm->deadline_s), &d));
 }
 
 static void *fetcher(void *opaque) {
@@ -415,6 +595,8 @@ static void *fetcher(void *opaque) {
       }
       if (!rm->known) break;
     }
+    if (busy && !rm->failed) give_up_when_due(rm);
+    if (rm->deadline_s && ms_until(rm->deadline) < wait_ms) wait_ms = ms_until(rm->deadline) + 1;
     if (!busy || rm->failed) {
       for (unsigned k = 0; k < rm->inflight; k++) /* abandon what is left */
         if (rm->x[k].busy && rm->failed) {
@@ -516,6 +698,7 @@ static void remote_close(void *ctx) {
     if (rm->x[k].busy && !rm->x[k].waiting) curl_multi_remove_handle(rm->multi, rm->x[k].easy);
     if (rm->x[k].easy) curl_easy_cleanup(rm->x[k].easy);
     curl_slist_free_all(rm->x[k].headers);
+    free(rm->x[k].url);
   }
   if (rm->multi) curl_multi_cleanup(rm->multi);
   if (rm->spool >= 0) close(rm->spool);
@@ -547,7 +730,7 @@ static int is_http(const char *url) {
 }
 
 static int make_remote(dcr__remote **out, const char *url, const dcr_http_options *o,
-                       dcr_detail *d) {
+                       const dcr_limits *lim, dcr_detail *d) {
   dcr__remote *rm = calloc(1, sizeof *rm);
   *out = rm;
   if (!rm) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
@@ -558,6 +741,15 @@ static int make_remote(dcr__remote **out, const char *url, const dcr_http_option
   rm->retries = o->retries;
   rm->timeout_s = o->timeout_s ? o->timeout_s : 30;
   rm->inflight = o->inflight ? (o->inflight > 64 ? 64 : o->inflight) : 4;
+  rm->low_speed = o->low_speed ? o->low_speed : LOW_SPEED;
+  rm->deadline_s = o->deadline_s;
+  clock_gettime(CLOCK_MONOTONIC, &rm->deadline);
+  rm->deadline.tv_sec += o->deadline_s;
+  rm->header_follow = o->header_follow != 0;
+  rm->cancel = o->cancel;
+  dcr_limits l;
+  dcr__limits_take(&l, lim);
+  rm->max_bundle_size = l.max_bundle_size;
   rm->seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)rm;
   rm->url = strdup(url);
   rm->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
@@ -574,6 +766,7 @@ static int make_remote(dcr__remote **out, const char *url, const dcr_http_option
   pthread_once(&curl_once, curl_start);
   if (curl_ready != CURLE_OK || !(rm->multi = curl_multi_init()))
     return dcr__fail(d, DCR_E_NOMEM, "cannot start libcurl");
+  origin_of(url, rm->origin);
   for (unsigned k = 0; k < rm->inflight; k++) rm->x[k].rm = rm;
   if ((rm->spool = dcr__temp_fd(NULL)) < 0)
     return dcr__fail(d, DCR_E_IO, "cannot create a spool file in TMPDIR: %s", strerror(errno));
@@ -599,14 +792,15 @@ int dcr_reader_open_url(dcr_reader **out, const char *url, const dcr_http_option
   if (!url || !is_http(url))
     return dcr__fail(d, DCR_E_ARGUMENT, "not an http:// or https:// URL");
   dcr__remote *rm = NULL;
-  int rc = make_remote(&rm, url, options, d);
+  int rc = make_remote(&rm, url, options, lim, d);
   if (rc) {
     dcr__detail_file(d, rm ? rm->shown : "");
     if (rm) remote_close(rm);
     return rc;
   }
-  return dcr__reader_open_ops(out, &remote_ops, rm, rm->obj.size, rm->shown, options->whole, lim,
-                              d);
+  /* a server that ignores Range sends the object whole: it is walked as it arrives */
+  return dcr__reader_open_ops(out, &remote_ops, rm, rm->obj.size, rm->shown,
+                              options->whole || rm->served_whole, lim, d);
 }
 
 void dcr_reader_fetch_stats(const dcr_reader *r, dcr_fetch_stats *stats, size_t size) {

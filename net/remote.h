@@ -9,6 +9,7 @@
 #include "../format/format.h"
 
 #define DCR__VALIDATOR_MAX 200 /* longer ETag or Last-Modified values are refused */
+#define DCR__LOCATION_MAX 8192 /* and longer Location values */
 
 /* The object as the first response described it; every later one must agree. */
 typedef struct {
@@ -29,6 +30,7 @@ typedef struct {
   int malformed;          /* a header this reader relies on did not parse */
   char etag[DCR__VALIDATOR_MAX + 1];
   char last_modified[DCR__VALIDATOR_MAX + 1];
+  char location[DCR__LOCATION_MAX + 1]; /* a redirect's target, "" if none */
 } dcr__response;
 
 /* Feeds one header line as received (CRLF included or not). */
@@ -41,7 +43,8 @@ enum {
   DCR__RESP_PART = 1,  /* 206 for exactly what was asked: its body is those bytes */
   DCR__RESP_WHOLE,     /* 200: its body is the whole object */
   DCR__RESP_RETRY,     /* a transient failure (5xx, 429, 408): ask again */
-  DCR__RESP_FAIL       /* *code and d say why: DCR_E_FETCH or DCR_E_CHANGED */
+  DCR__RESP_FAIL,      /* *code and d say why: DCR_E_FETCH or DCR_E_CHANGED */
+  DCR__RESP_REDIRECT   /* 301, 302, 303, 307, 308 with a Location: ask it */
 };
 DCR_HIDDEN int dcr__response_judge(const dcr__response *r, dcr__object *obj, int first,
                                    uint64_t offset, uint64_t length, int *code, dcr_detail *d);

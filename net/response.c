@@ -43,9 +43,9 @@ static int parse_content_range(dcr__response *r, const char *s, const char *end)
   return 0;
 }
 
-static void copy_value(char *out, const char *s, const char *end, int *malformed) {
+static void copy_value(char *out, size_t max, const char *s, const char *end, int *malformed) {
   size_t n = (size_t)(end - s);
-  if (n > DCR__VALIDATOR_MAX) {
+  if (n > max) {
     *malformed = 1;
     n = 0;
   }
@@ -84,9 +84,11 @@ void dcr__response_header(dcr__response *r, const char *line, size_t length) {
     r->length = n;
     r->has_length = 1;
   } else if (name == 4 && iequal_prefix(line, name, "etag")) {
-    copy_value(r->etag, v, ve, &r->malformed);
+    copy_value(r->etag, DCR__VALIDATOR_MAX, v, ve, &r->malformed);
   } else if (name == 13 && iequal_prefix(line, name, "last-modified")) {
-    copy_value(r->last_modified, v, ve, &r->malformed);
+    copy_value(r->last_modified, DCR__VALIDATOR_MAX, v, ve, &r->malformed);
+  } else if (name == 8 && iequal_prefix(line, name, "location")) {
+    copy_value(r->location, DCR__LOCATION_MAX, v, ve, &r->malformed);
   }
 }
 
@@ -118,6 +120,10 @@ int dcr__response_judge(const dcr__response *r, dcr__object *obj, int first, uin
     case 408: case 429: case 500: case 502: case 503: case 504:
       dcr__fail(d, DCR_E_FETCH, "HTTP %d", r->status);
       return DCR__RESP_RETRY;
+    case 301: case 302: case 303: case 307: case 308:
+      if (!r->location[0])
+        return dcr__fail(d, DCR_E_FETCH, "HTTP %d without a Location", r->status), DCR__RESP_FAIL;
+      return DCR__RESP_REDIRECT;
     case 412:
     case 416: /* a range inside the size we were told is no longer satisfiable */
       if (!first) {

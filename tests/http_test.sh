@@ -3,8 +3,10 @@
 # an nginx origin, a fault-injecting origin (tests/http/faultserver.py: dropped,
 # reset and stalled connections, 503s, a server that ignores Range, one that
 # answers the wrong range, an object that changes under the reader, redirects,
-# a bearer token, 404), partial fetches with --tensors, and a two-level tree of
-# caching nginx relays (slice module) in front of one origin.
+# a bearer token, 404), hostile origins (200s announcing gigabytes, a 503 whose
+# body never ends, a byte a second, a redirect to another origin: each must end
+# fast, with its code, having kept little), partial fetches with --tensors, and
+# a two-level tree of caching nginx relays (slice module) in front of one origin.
 #
 # usage: tests/http_test.sh BUILD      ($BUILD/dcr is the program; a path to the
 #                                       program itself works too)
@@ -239,15 +241,18 @@ t_stall() {
   [ $((SECONDS - t0)) -lt 25 ] || fail "stall: took $((SECONDS - t0)) s with --http-timeout 2"
 }
 # the stalled transfer is given up about --http-timeout after its last byte: the
-# next request reaches the server within timeout + 3 s (backoff and slack) of the
-# stalled answer's last byte (times from the fault server's log)
+# request for the rest of its body (other requests go on meanwhile) reaches the
+# server within timeout + 3 s (backoff and slack) of the stalled answer's last
+# byte (times from the fault server's log)
 t_stall_timing() {
   local gap
-  gap=$(awk '$2 == "/stall/1/step.dcr" { t = substr($6, 3) + 0
-               if ($7 == "stall") s = t; else if (s != "" && g == "") g = t - s }
+  gap=$(awk -v size="$BSIZE" '$2 == "/stall/1/step.dcr" { t = substr($6, 3) + 0
+               split(substr($3, 7), r, "-"); first = r[1] == "" ? size - r[2] : r[1] + 0
+               if ($7 == "stall") { s = t; rest = first + $5 }
+               else if (s != "" && g == "" && first == rest) g = t - s }
              END { if (g != "") printf "%.1f", g }' fs.log)
-  [ -n "$gap" ] || { fail "no stalled answer and later request in the fault server's log"; return; }
-  note "stall: next request $gap s after the stalled answer's last byte (--http-timeout 2)"
+  [ -n "$gap" ] || { fail "no stalled answer and request for its rest in the fault server's log"; return; }
+  note "stall: the rest asked $gap s after the stalled answer's last byte (--http-timeout 2)"
   awk -v g="$gap" 'BEGIN { exit !(g < 5) }' ||
     fail "the stalled transfer was given up $gap s after its last byte, --http-timeout is 2"
 }
@@ -295,6 +300,124 @@ t_404() {
   fetch_err DCR_E_FETCH "404"; has e 404 "the 404 named"; nothing od "404"
   run validate "$F/404/0/step.dcr"; fetch_err DCR_E_FETCH "validate 404"
 }
+# ---- hostile origins: each ends fast, with its own code, having kept little
+# run_in SECONDS ARGS: run, killed after SECONDS, its files capped at 256 MiB (a
+# regression must not fill the disk with an origin's gigabytes); MS is how long
+# it took
+run_in() {
+  local t0 TIMEOUT=(timeout -s KILL "$1" bash -c 'ulimit -f 262144 && exec "$@"' run_in); shift
+  t0=$(date +%s%N)
+  run "$@"
+  MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
+# served CASE: the body bytes the fault server's socket accepted for the
+# requests whose path holds CASE (an answer is logged when it ends: waits for one)
+served() {
+  local n
+  for _ in $(seq 50); do grep -q -- "$1" fs.log && break; sleep 0.1; done
+  sleep 0.3
+  n=$(awk -v c="$1" 'index($2, c) { s += $5 } END { printf "%d", s }' fs.log)
+  echo "$n"
+}
+# little CASE WHAT: at most 64 MiB were served for CASE (a socket's buffers and
+# more: the body is announced in gigabytes)
+little() {
+  local n; n=$(served "$1")
+  note "$2: $n body bytes served, ${MS} ms"
+  [ "$n" -le $((64 << 20)) ] || fail "$2: the server sent $n body bytes before dcr stopped"
+}
+# a 200 announcing 2 GiB: random bytes, refused at the first (the walk's
+# DCR_E_MAGIC); the bundle, then zeros: refused where the bytes stop being a
+# bundle, with the walk's code for such a file
+t_announce() {
+  head -c 1048576 /dev/urandom >www/junk.bin
+  run_in 20 inspect "$F/announce/2147483648/junk.bin?case=junk-inspect"
+  want_rc 1 "200 of random bytes: inspect"; has e DCR_E_MAGIC "200 of random bytes: inspect"
+  little case=junk-inspect "200 of random bytes, 2 GiB announced: inspect"
+  run_in 20 validate "$F/announce/2147483648/junk.bin?case=junk-validate"
+  want_rc 1 "200 of random bytes: validate"; has e DCR_E_MAGIC "200 of random bytes: validate"
+  little case=junk-validate "200 of random bytes: validate"
+  { cat step.dcr; head -c 1048576 /dev/zero; } >zeros.dcr
+  "$DCR" validate zeros.dcr >o 2>e
+  local code; code=$(grep -o 'DCR_E_[A-Z_]*' e | head -1)
+  [ -n "$code" ] || { fail "validate of the bundle followed by zeros found no error: $(shown e)"; return; }
+  run_in 20 validate "$F/announce/2147483648/step.dcr?case=zeros-validate"
+  want_rc 1 "200 of the bundle then zeros: validate"; has e "$code" "the bundle then zeros: validate"
+  little case=zeros-validate "200 of the bundle then zeros: validate ($code)"
+  run_in 20 apply base.st "$F/announce/2147483648/step.dcr?case=zeros-apply" -o od/out.st
+  want_rc 1 "200 of the bundle then zeros: apply"; has e "$code" "the bundle then zeros: apply"
+  nothing od "200 of the bundle then zeros"
+  little case=zeros-apply "200 of the bundle then zeros: apply"
+}
+# a size beyond max_bundle_size (2^48), or beyond what TMPDIR can hold: refused
+# before any body byte is kept
+t_announce_size() {
+  run_in 20 inspect "$F/announce/562949953421312/step.dcr?case=over-limit"
+  want_rc 1 "200 announcing 2^49 bytes"; has e DCR_E_LIMIT "200 announcing 2^49 bytes"
+  little case=over-limit "200 announcing 2^49 bytes"
+  mkdir -p spool
+  local room; room=$(df -B1 --output=avail spool | tail -1)
+  TMPDIR="$W/spool" run_in 20 inspect "$F/announce/$((room + (1 << 30)))/step.dcr?case=no-room"
+  want_rc 3 "200 announcing more than TMPDIR holds"; has e DCR_E_IO "200 announcing more than TMPDIR holds"
+  little case=no-room "200 announcing more than TMPDIR holds"
+}
+# a 503 whose body never ends: not read; retried, then DCR_E_FETCH
+t_errbody() {
+  run_in 20 inspect "$F/errbody/2147483648/step.dcr?case=errbody" --http-retries 1
+  fetch_err DCR_E_FETCH "a 503 with a 2 GiB body"; has e 503 "the 503 named"
+  little case=errbody "503 with a 2 GiB body, twice"
+}
+# an origin that sends its bodies a byte a second: stopped as too slow; at 64
+# KiB/s (a slow but real link) it is not
+t_trickle() {
+  run_in 30 inspect "$F/trickle/1/step.dcr?case=trickle" --http-timeout 2 --http-retries 1
+  fetch_err DCR_E_FETCH "a byte a second"; has e "bytes a second" "the low-speed limit named"
+  note "a byte a second, --http-timeout 2 --http-retries 1: DCR_E_FETCH after $MS ms"
+  [ "$MS" -lt 12000 ] || fail "a byte a second: took $MS ms with --http-timeout 2, 2 attempts"
+  run_in 60 inspect "$F/trickle/65536/step.dcr?case=slow-link" --http-timeout 2
+  want_rc 0 "64 KiB a second, --http-timeout 2"
+  note "64 KiB a second: inspect in $MS ms"
+  # a body that starts the object is judged by its first byte, not its 64th
+  head -c 1000 /dev/zero | tr '\0' x >www/text.txt
+  run_in 30 inspect "$F/trickle/1/text.txt?case=text" --http-timeout 20
+  want_rc 1 "text at a byte a second"; has e DCR_E_MAGIC "text at a byte a second"
+  note "text at a byte a second: DCR_E_MAGIC after $MS ms"
+  [ "$MS" -lt 8000 ] || fail "text at a byte a second: DCR_E_MAGIC after $MS ms, not at its first byte"
+}
+# --http-deadline: given up at the deadline, however the transfers go (they are
+# not too slow here), and an interrupt stops a fetch at once
+t_deadline() {
+  run_in 30 validate "$F/trickle/8192/step.dcr?case=deadline" --http-deadline 3
+  fetch_err DCR_E_FETCH "--http-deadline 3 at 8 KiB a second"; has e deadline "the deadline named"
+  note "--http-deadline 3: DCR_E_FETCH after $MS ms"
+  [ "$MS" -lt 8000 ] || fail "--http-deadline 3 took $MS ms"
+  run_in 30 apply base.st "$U" -o od/out.st --http-deadline 60
+  want_rc 0 "--http-deadline 60 against nginx"; same od/out.st "--http-deadline 60"; rm -f od/out.st
+  local t0; t0=$(date +%s%N)
+  timeout -k 5 -s INT 2 "$DCR" validate "$F/trickle/1/step.dcr?case=interrupt" >o 2>e; RC=$?
+  MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+  has e DCR_E_INTERRUPTED "SIGINT while fetching"
+  note "SIGINT 2 s into a fetch at a byte a second: exit $RC after $MS ms"
+  [ "$MS" -lt 5000 ] || fail "SIGINT while fetching: took $MS ms"
+}
+# a 302 to another origin (nginx, another port): the --header does not go
+# there (its access log), unless --header-follow; a same-origin one keeps it
+t_redirect_origin() {
+  run apply base.st "$F/away/$OPORT/step.dcr?case=away1" -o od/out.st --header 'X-Api-Key: k-123'
+  want_rc 0 "302 to another origin"; same od/out.st "302 to another origin"; rm -f od/out.st
+  local n k; n=$(grep -c 'case=away1' ngx/origin/headers.log)
+  k=$(grep 'case=away1' ngx/origin/headers.log | grep -c k-123)
+  note "302 to another port: $n requests there, $k with the header"
+  [ "$n" -gt 0 ] || { fail "no request reached the other origin"; return; }
+  [ "$k" = 0 ] ||
+    fail "X-Api-Key reached another origin after a 302: $(grep -m1 'case=away1' ngx/origin/headers.log)"
+  run apply base.st "$F/away/$OPORT/step.dcr?case=away2" -o od/out.st --header 'X-Api-Key: k-123' --header-follow
+  want_rc 0 "302 to another origin, --header-follow"; rm -f od/out.st
+  grep 'case=away2' ngx/origin/headers.log | grep -q 'x-api-key=k-123' ||
+    fail "--header-follow: X-Api-Key did not reach the other origin"
+  run apply base.st "$F/redirect/1000/auth/0/step.dcr" -o od/out.st --header 'Authorization: Bearer s3cr3t-token'
+  want_rc 0 "302 on the same origin keeps the headers"; same od/out.st "same-origin 302"; rm -f od/out.st
+}
 tcase "faults: drop the connection mid-body twice: retried" t_drop
 tcase "faults: 503 three times: retried" t_503
 tcase "faults: reset the connection twice: retried" t_reset
@@ -307,6 +430,12 @@ tcase "faults: a 206 one byte off: DCR_E_FETCH" t_wrongrange
 tcase "faults: 302 redirects followed" t_redirect
 tcase "faults: bearer token: 401 without; --header and DCR_HTTP_HEADERS; never printed" t_auth
 tcase "faults: 404: DCR_E_FETCH" t_404
+tcase "hostile: 200s announcing 2 GiB of random bytes, or of the bundle then zeros: the walk's code, little kept" t_announce
+tcase "hostile: 200s announcing more than max_bundle_size or TMPDIR: refused before the body" t_announce_size
+tcase "hostile: a 503 with a 2 GiB body: not read, DCR_E_FETCH" t_errbody
+tcase "hostile: a byte a second: too slow, DCR_E_FETCH; 64 KiB a second is not; text judged at its first byte" t_trickle
+tcase "hostile: --http-deadline; SIGINT stops a fetch" t_deadline
+tcase "redirects: headers stay on the URL's origin unless --header-follow" t_redirect_origin
 
 # ---------------------------------------------------------------------------
 # 3. --tensors: only the chunks of some tensors

@@ -73,6 +73,16 @@ static void test_response_rules(void **state) {
   const char *denied[] = {"HTTP/1.1 403 Forbidden\r\n", NULL};
   assert_int_equal(judge(denied, &obj, 0, 0, 100, &code), DCR__RESP_FAIL);
   assert_int_equal(code, DCR_E_FETCH);
+  /* redirects are followed by the fetcher, to their Location (R-RAN-12) */
+  const char *found[] = {"HTTP/1.1 302 Found\r\n", "Location: /b.dcr\r\n", NULL};
+  assert_int_equal(judge(found, &obj, 0, 0, 100, &code), DCR__RESP_REDIRECT);
+  const char *nowhere[] = {"HTTP/1.1 307 Temporary Redirect\r\n", NULL};
+  assert_int_equal(judge(nowhere, &obj, 0, 0, 100, &code), DCR__RESP_FAIL);
+  assert_int_equal(code, DCR_E_FETCH);
+  static char far[DCR__LOCATION_MAX + 32] = "Location: http://h/";
+  memset(far + strlen(far), 'a', DCR__LOCATION_MAX);
+  const char *too_far[] = {"HTTP/1.1 301 Moved Permanently\r\n", far, NULL};
+  assert_int_equal(judge(too_far, &obj, 0, 0, 100, &code), DCR__RESP_FAIL);
   /* a redirect's headers do not count: the last status line starts over */
   const char *moved[] = {"HTTP/1.1 302 Found\r\n", "ETag: \"v9\"\r\n", "HTTP/1.1 206 x\r\n",
                          "Content-Range: bytes 0-99/1000\r\n", "ETag: \"v1\"\r\n", NULL};

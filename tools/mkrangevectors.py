@@ -147,7 +147,16 @@ def main():
             "R-RAN-8": "about HTTP responses: tests/http_test.sh (a server that ignores Range; "
                        "a 206 of the wrong range) and fuzz/fuzz_http.c",
             "R-RAN-9": "about the transport: tests/http_test.sh (dropped connections, resets, "
-                       "503s, stalls, retries exhausted)"},
+                       "503s, stalls, retries exhausted)",
+            "R-RAN-10": "about HTTP responses: tests/http_test.sh (a 200 that announces more "
+                        "than max_bundle_size, or more than TMPDIR holds; 200 bodies of random "
+                        "bytes and of a bundle followed by zeros, refused at their first bytes "
+                        "or where they stop being a bundle) and fuzz/fuzz_http.c",
+            "R-RAN-11": "about the transport: tests/http_test.sh (an origin sending a byte a "
+                        "second; --http-deadline)",
+            "R-RAN-12": "about HTTP requests: tests/http_test.sh (a 302 to another port: the "
+                        "header does not arrive there, nginx's log; it does with "
+                        "--header-follow)"},
         "counts": {"valid": 1, "invalid": len(BROKEN)},
         "vectors": vectors,
     }

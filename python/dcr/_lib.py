@@ -302,8 +302,11 @@ class HttpOptions(Structure):
         ("inflight", c_uint),
         ("ca_file", c_char_p),
         ("whole", c_int),
-        ("reserved32_", c_uint32),
-        ("reserved_", c_uint64 * 7),
+        ("header_follow", c_uint),
+        ("deadline_s", c_uint),
+        ("low_speed", c_uint),
+        ("cancel", c_void_p),
+        ("reserved_", c_uint64 * 5),
     ]
 
 

@@ -27,11 +27,21 @@ A fault is chosen by the path's first two segments, /FAULT/N/FILE:
                   ETag and Last-Modified): the object changes under the reader
   wrongrange/N/F  a 206 whose Content-Range is one byte off what was asked
                   (the bytes it names are the bytes sent)
-  redirect/N/F    302 to /F (the same host, the query string kept)
+  redirect/N/F    302 to /F (the same host, the query string kept; F may be
+                  another fault's path)
   auth/N/F        401 unless "Authorization: Bearer s3cr3t-token" (always)
   404/N/F         404 (always)
+  away/N/F        302 to http://127.0.0.1:N/F: another origin, port N (always;
+                  the query string kept; F may be another fault's path)
+  announce/N/F    200 whatever the Range, announcing N bytes (Content-Length:
+                  N), then F's bytes and zeros up to N, as fast as the client
+                  takes them (always)
+  errbody/N/F     503 with an N-byte body of zeros, as fast as the client takes
+                  it (always)
+  trickle/N/F     the usual answer, status line and headers included, sent N
+                  bytes a second (always)
 
-Every fault but norange, auth and 404 applies to the first N requests to that
+Every fault but norange, auth, 404, away, announce, errbody and trickle applies to the first N requests to that
 path (counted per path and query string: add "?case=NAME" to count afresh);
 later ones are served normally.  drop and stall count only GET requests that would carry at least 2
 body bytes (a HEAD or a 1-byte body is served normally and not counted).
@@ -41,7 +51,9 @@ GET /_reset forgets every count.  Any other path is a file under the root.
   METHOD PATH RANGE STATUS BODY_BYTES_SENT t=SECONDS [NOTE]
 with "-" for a request without Range, status 0 for a connection reset without
 an answer, SECONDS since the server started (when the answer, or the part of
-it sent, was written), and the note naming the fault applied.
+it sent, was written), and the note naming the fault applied.  For announce
+and errbody, BODY_BYTES_SENT counts what the client's socket accepted before it
+closed the connection.
 """
 
 import argparse
@@ -57,8 +69,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = "Bearer s3cr3t-token"
 FAULTS = {"drop", "503", "reset", "norange", "stall", "change", "wrongrange",
-          "redirect", "auth", "404"}
-ALWAYS = {"norange", "auth", "404"}        # N is ignored
+          "redirect", "auth", "404", "away", "announce", "errbody", "trickle"}
+ALWAYS = {"norange", "auth", "404", "away", "announce", "errbody", "trickle"}  # N is no count
 BODY_FAULTS = {"drop", "stall"}            # count only GETs with a body
 
 
@@ -206,17 +218,42 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def send_bytes(self, f, first, count):
-        """Write COUNT bytes of F from FIRST; the number written."""
+    def send_bytes(self, f, first, count, rate=0):
+        """Write COUNT bytes of F from FIRST (RATE bytes a second if RATE); the
+        number written."""
         f.seek(first)
         sent = 0
-        while sent < count:
-            buf = f.read(min(1 << 16, count - sent))
+        step = max(1, rate // 10) if rate else 1 << 16
+        while sent < count and not self.server.stopping:
+            buf = f.read(min(step, count - sent))
             if not buf:
                 break
             self.wfile.write(buf)
             sent += len(buf)
+            if rate:
+                time.sleep(len(buf) / rate)
         return sent
+
+    def send_flood(self, status, f, count, validators, note):
+        """Answer STATUS announcing COUNT body bytes: F's bytes (if F), then
+        zeros, as fast as the client takes them; log what its socket accepted."""
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(count))
+        for k, v in validators:
+            self.send_header(k, v)
+        self.end_headers()
+        sent = 0
+        zeros = bytes(1 << 20)
+        try:
+            while sent < count and not self.server.stopping:
+                buf = f.read(min(1 << 20, count - sent)) if f is not None else b""
+                buf = buf or zeros[:min(len(zeros), count - sent)]
+                self.wfile.write(buf)
+                sent += len(buf)
+        finally:
+            self.close_connection = True
+            self.note(status, sent, note)
 
     # -- requests ------------------------------------------------------------
     def do_HEAD(self):
@@ -246,7 +283,7 @@ class Handler(BaseHTTPRequestHandler):
             fault, count, rel = parts[0], int(parts[1]), "/".join(parts[2:])
         fname = os.path.realpath(os.path.join(st.root, rel))
         if not (fname == st.root or fname.startswith(st.root + os.sep)) or \
-                not os.path.isfile(fname):
+                not (os.path.isfile(fname) or fault in ("redirect", "away")):
             return self.simple(404, "not found", note="nofile")
 
         # faults decided before looking at the file's contents
@@ -274,6 +311,13 @@ class Handler(BaseHTTPRequestHandler):
         if active == "reset":
             self.note(0, 0, "reset")
             return self.reset_connection()
+        if active == "errbody":
+            return self.send_flood(503, None, count, (), "errbody")
+        if active == "away":
+            loc = "http://127.0.0.1:%d/%s" % (count, urllib.parse.quote(rel))
+            if url.query:
+                loc += "?" + url.query
+            return self.simple(302, "found", [("Location", loc)], note="away")
         if active == "redirect":
             host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
             loc = "http://%s/%s" % (host, urllib.parse.quote(rel))
@@ -287,6 +331,8 @@ class Handler(BaseHTTPRequestHandler):
             tag = etag_of(fs)
             lastmod = email.utils.formatdate(fs.st_mtime, usegmt=True)
             validators = [("ETag", tag), ("Last-Modified", lastmod)]
+            if active == "announce":
+                return self.send_flood(200, f, count, validators, "announce")
 
             im = self.headers.get("If-Match")
             if im is not None:
@@ -354,7 +400,7 @@ class Handler(BaseHTTPRequestHandler):
                     pass
                 return None
 
-            sent = self.send_bytes(f, first, length)
+            sent = self.send_bytes(f, first, length, count if active == "trickle" else 0)
             note = "" if active in BODY_FAULTS else (active or "")
             if fname.endswith(".next") and fault == "change":
                 note = "changed"
