@@ -277,8 +277,8 @@ static int recover_series(job *j, const char *ckpt, dcr_patch_stats *total) {
     memcpy(states[2 * i + 1], info.target_state, 16);
   }
   dcr_detail d;
-  int outcome, err = dcr_journal_recover_known(ckpt, j->sync, (const uint8_t(*)[16])states,
-                                               2 * (size_t)j->n, &outcome, &d);
+  int outcome, err = dcr_journal_recover_known(ckpt, j->sync, states[0], 2 * (size_t)j->n,
+                                               &outcome, &d);
   free(states);
   total->recovered = outcome == DCR_JOURNAL_REPLAYED;
   total->journal_discarded = outcome == DCR_JOURNAL_DISCARDED;

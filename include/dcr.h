@@ -604,10 +604,11 @@ typedef enum {
  * path, if any (dcr_patch_file does this itself), and sets *outcome. A journal
  * that cannot be replayed (torn, damaged, or not fitting the file) is removed only
  * if the file's state id is the journal's base or target state or one of the
- * `count` states given (16 bytes each; for example the base and target states of
- * the bundles about to be applied), which costs one read of the file; otherwise
- * DCR_E_JOURNAL, and neither file changes. sync as dcr_patch_set_sync. */
-DCR_API int dcr_journal_recover_known(const char *path, int sync, const uint8_t (*states)[16],
+ * `count` states at `states` (16 bytes each, back to back: for example the base
+ * and target states of the bundles about to be applied), which costs one read of
+ * the file; otherwise DCR_E_JOURNAL, and neither file changes. sync as
+ * dcr_patch_set_sync. */
+DCR_API int dcr_journal_recover_known(const char *path, int sync, const uint8_t *states,
                                       size_t count, int *outcome, dcr_detail *detail);
 /* The same with no states given; *recovered is 1 if a journal was replayed. */
 DCR_API int dcr_journal_recover(const char *path, int sync, int *recovered, dcr_detail *detail);

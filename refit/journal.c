@@ -545,8 +545,8 @@ int dcr__journal_recover(const char *ckpt, int ckpt_fd, const dcr__recovery *how
   return rc;
 }
 
-int dcr_journal_recover_known(const char *path, int sync, const uint8_t (*states)[16],
-                              size_t count, int *outcome, dcr_detail *d) {
+int dcr_journal_recover_known(const char *path, int sync, const uint8_t *states, size_t count,
+                              int *outcome, dcr_detail *d) {
   dcr_detail scratch;
   int ignored;
   if (!d) d = &scratch;
@@ -554,7 +554,7 @@ int dcr_journal_recover_known(const char *path, int sync, const uint8_t (*states
   dcr__detail_init(d);
   *outcome = DCR_JOURNAL_NONE;
   if (count && !states) return dcr__fail(d, DCR_E_ARGUMENT, "no states");
-  dcr__recovery how = {.sync = sync, .known = states ? states[0] : NULL, .known_count = count};
+  dcr__recovery how = {.sync = sync, .known = states, .known_count = count};
   int fd, rc = dcr__open_checkpoint(path, &fd, d);
   if (!rc) rc = dcr__journal_recover(path, fd, &how, outcome, d);
   if (rc && !d->file[0]) dcr__detail_file(d, path);

@@ -112,8 +112,7 @@ static int recover(scene *sc, const blob *state, int *outcome, dcr_detail *d) {
     fail_msg("cannot write to %s", workdir);
   *outcome = -1;
   memset(d, 0, sizeof *d);
-  return dcr_journal_recover_known(sc->ckpt, 0, (const uint8_t(*)[16])sc->known,
-                                   sc->known_count, outcome, d);
+  return dcr_journal_recover_known(sc->ckpt, 0, sc->known[0], sc->known_count, outcome, d);
 }
 
 /* A journal kept: DCR_E_JOURNAL, the checkpoint and the journal byte for byte as
