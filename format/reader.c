@@ -308,7 +308,10 @@ static int walk_sections(walk *w) {
   return walk_range(w, DCR__HEADER_SIZE, UINT64_MAX, 0, DCR_E_STRUCTURE, &end);
 }
 
+/* Both walks start from a clean detail, whoever calls them: a caller's scratch
+ * detail is never read before it is written. */
 static int open_source(dcr_reader *r, const dcr_limits *lim, dcr_detail *d) {
+  dcr__detail_init(d);
   dcr__limits_take(&r->lim, lim);
   if (r->src.size > r->lim.max_bundle_size)
     return dcr__fail(d, DCR_E_LIMIT, "bundle of %llu bytes exceeds the limit %llu",
@@ -496,6 +499,7 @@ static int walk_gaps(walk *w, uint64_t at, uint64_t iden) {
 }
 
 static int open_random(dcr_reader *r, const dcr_limits *lim, dcr_detail *d) {
+  dcr__detail_init(d);
   dcr__limits_take(&r->lim, lim);
   r->random = 1;
   if (r->src.size > r->lim.max_bundle_size)
@@ -554,6 +558,7 @@ int dcr__confirm_by_walk(const dcr_reader *r, int rc, dcr_detail *d) {
 
 int dcr__reader_open_ops(dcr_reader **out, const dcr__source_ops *ops, void *ctx, uint64_t size,
                          const char *name, int whole, const dcr_limits *lim, dcr_detail *d) {
+  dcr__detail_init(d);
   *out = NULL;
   dcr_reader *r = calloc(1, sizeof *r);
   if (!r) return ops->close(ctx), dcr__fail(d, DCR_E_NOMEM, "cannot allocate a reader");
