@@ -17,6 +17,7 @@ dcr_limits cli_limits;
 
 void cli_common_init(cli_common *c, const char *command) {
   dcr_limits_default(&cli_limits);
+  cli_limits.cancel = &cli_interrupted; /* what is read, from the first byte */
   c->command = command;
   c->quiet = 0;
   c->verbose = 0;

@@ -167,37 +167,34 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
  * recognized as a whole by the target's state id (§10.2). */
 static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
   int check = p->spec.verify != DCR_VERIFY_NONE, digests = check || !p->spec.changed_only;
+  int sparse = dcr__enc_sparse(c->encoding);
   size_t bytes = s->chunk.bytes, n = bytes / dcr_dtype_size(dtype);
   const uint8_t *payload, *planes = NULL;
   int rc = dcr__chunk_payload(p->spec.r, c, &s->scratch, &s->scratch_capacity, &payload,
                               &s->detail);
   if (rc) return rc;
-  /* The streams are decoded first, but what they (or the values) break is reported
-   * after base_check, in the order of R-APL-2. A sparse chunk is then copied,
-   * patched and hashed piece by piece, in cache; a dense one in three passes. */
-  dcr_detail held_detail;
-  dcr__detail_init(&held_detail);
-  int held = dcr__chunk_streams(&s->dec, c, payload + DCR__RECORD_SIZE,
-                                (size_t)c->payload_length - DCR__RECORD_SIZE, dtype, n, &planes,
-                                &held_detail);
-  int piecewise = !held && dcr__enc_sparse(c->encoding);
-  if (piecewise) {
-    held = dcr__apply_sparse_pieces(&s->dec, c, planes, dtype, n, s->chunk.input, s->out,
-                                    s->input_pieces, s->out_pieces, &held_detail);
-    s->pieces = DCR__PIECES(bytes);
-  } else if (digests) {
-    s->pieces = dcr__pieces_copy(s->out, s->chunk.input, bytes, s->input_pieces);
-  } else {
-    memcpy(s->out, s->chunk.input, bytes);
-  }
+  /* base_check before a byte is decoded: a wrong base costs a hash of the chunk,
+   * not the decode of up to 1 GiB of values. A dense chunk is copied as it is
+   * hashed; a sparse one is then copied, patched and hashed piece by piece. */
+  if (sparse) s->pieces = digests ? dcr__pieces(s->chunk.input, bytes, s->input_pieces) : 0;
+  else if (digests) s->pieces = dcr__pieces_copy(s->out, s->chunk.input, bytes, s->input_pieces);
+  else memcpy(s->out, s->chunk.input, bytes);
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check))
     return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
                      "bundle's base checksum");
-  if (held) return s->detail = held_detail, held;
-  if (!piecewise) {
-    if ((rc = dcr__apply_streams(&s->dec, c, planes, dtype, n, s->out, &s->detail))) return rc;
-    if (digests) dcr__pieces(s->out, bytes, s->out_pieces);
+  if ((rc = dcr__chunk_streams(&s->dec, c, payload + DCR__RECORD_SIZE,
+                               (size_t)c->payload_length - DCR__RECORD_SIZE, dtype, n, &planes,
+                               &s->detail)))
+    return rc;
+  if (sparse) {
+    rc = dcr__apply_sparse_pieces(&s->dec, c, planes, dtype, n, s->chunk.input, s->out, NULL,
+                                  s->out_pieces, &s->detail);
+    s->pieces = DCR__PIECES(bytes);
+  } else {
+    rc = dcr__apply_streams(&s->dec, c, planes, dtype, n, s->out, &s->detail);
+    if (!rc && digests) dcr__pieces(s->out, bytes, s->out_pieces);
   }
+  if (rc) return rc;
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
     return dcr__fail(&s->detail, DCR_E_TARGET_MISMATCH, "applied chunk does not match the "
                      "bundle's target checksum");
@@ -337,6 +334,7 @@ static int make_slots(dcr__pass *p, size_t count, dcr_detail *d) {
     if (!s->zeros || !s->out || !s->input_pieces || !s->out_pieces ||
         dcr__chunk_decoder_init(&s->dec, cs, p->spec.r->minor))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
+    s->dec.cancel = p->spec.cancel;
   }
   return DCR_OK;
 }
@@ -357,11 +355,16 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
   /* no more threads than jobs: a small bundle starts none */
   unsigned threads = spec->threads ? spec->threads : dcr_default_threads();
   if (threads > p->job_count) threads = p->job_count ? (unsigned)p->job_count : 1;
-  /* Each thread has two slots (the pool's window), each a read buffer, a result
-   * and a decoder of up to a chunk: 1 GiB chunks on 8 threads would take 50 GiB.
-   * Fewer threads, the same result. */
-  threads = dcr__threads_within(threads, 6 * (uint64_t)dcr__max_chunk_bytes(&spec->r->man),
-                                spec->r->lim.max_memory);
+  /* Each thread has two slots (the pool's window), each a chunk's input and
+   * result, their digests, and what decoding the chunks needs: 1 GiB chunks on 8
+   * threads would take 50 GiB. Fewer threads, the same result; work that does not
+   * fit on one is refused before it starts. */
+  const dcr__chunk *neediest;
+  size_t largest, cs = dcr__max_chunk_bytes(&spec->r->man);
+  uint64_t per_slot = dcr__decode_bytes(spec->r, &largest, &neediest) + 2 * (uint64_t)cs +
+                      32 * (uint64_t)DCR__PIECES(cs);
+  if ((rc = dcr__decode_fits(spec->r, per_slot, neediest, cs, "applying the chunks", d))) return rc;
+  threads = dcr__threads_within(threads, 2 * per_slot, spec->r->lim.max_memory);
   threads = dcr__threads_for_jobs(threads, p->job_count, spec->r->man.data_length);
   if (dcr__pool_create(&p->pool, threads)) return dcr__fail(d, DCR_E_NOMEM, "no threads");
   return make_slots(p, dcr__pool_window(p->pool), d);

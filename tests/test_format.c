@@ -507,7 +507,7 @@ static int inflate(const uint8_t *p, size_t n, uint64_t max, size_t *out_length)
   uint8_t *out = (uint8_t *)p; /* must be reset to NULL on failure */
   dcr_detail d;
   dcr__detail_init(&d);
-  int rc = dcr__section_inflate(p, n, max, UINT64_MAX, &out, out_length, &d);
+  int rc = dcr__section_inflate(p, n, max, UINT64_MAX, 0, NULL, &out, out_length, &d);
   if (rc) {
     assert_int_equal(d.code, rc);
     assert_null(out);
