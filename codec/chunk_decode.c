@@ -114,9 +114,6 @@ void dcr__chunk_decoder_free(dcr__chunk_decoder *dd) {
   memset(dd, 0, sizeof *dd);
 }
 
-/* Long loops look at the cancel flag every WATCH_BYTES of work or so. */
-#define WATCH_BYTES ((size_t)64 << 20)
-
 static int stopped(const dcr__chunk_decoder *dd, dcr_detail *d) {
   return dd->cancel && *dd->cancel ? dcr__fail(d, DCR_E_INTERRUPTED, "interrupted") : DCR_OK;
 }
@@ -270,7 +267,7 @@ static int apply_classed_pieces(dcr__chunk_decoder *dd, const uint8_t *values, u
   size_t bytes = n * esize, piece = 0;
   for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
     size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
-    int rc = at % WATCH_BYTES ? DCR_OK : stopped(dd, d);
+    int rc = at % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
     if (rc) return rc;
     if (input_digests) dcr__pieces(from + at, length, input_digests + 16 * piece);
     memcpy(out + at, from + at, length);
@@ -293,7 +290,7 @@ int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
   int rc = op == DCR__OP_OVERWRITE ? DCR_OK : check_nonzero(dd, planes, count, esize, d);
   for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
     size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE, end = (at + length) / esize;
-    int interrupted = at % WATCH_BYTES ? DCR_OK : stopped(dd, d);
+    int interrupted = at % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
     if (interrupted) return interrupted;
     if (input_digests) dcr__pieces(from + at, length, input_digests + 16 * piece);
     memcpy(out + at, from + at, length);
@@ -401,7 +398,7 @@ static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint
     } else {
       for (size_t first = 0; first < n; first += DCR__JOIN_BLOCK) {
         size_t m = n - first < DCR__JOIN_BLOCK ? n - first : DCR__JOIN_BLOCK;
-        int rc = (first * esize) % WATCH_BYTES ? DCR_OK : stopped(dd, d);
+        int rc = (first * esize) % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
         if (rc) return rc;
         dcr__planes_join_part(joined, planes + first, n, m, esize);
         uint8_t *e = chunk + first * esize;
@@ -415,7 +412,7 @@ static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint
   size_t changed = 0;
   for (size_t first = 0; first < n; first += DCR__JOIN_BLOCK) {
     size_t m = n - first < DCR__JOIN_BLOCK ? n - first : DCR__JOIN_BLOCK;
-    int rc = (first * esize) % WATCH_BYTES ? DCR_OK : stopped(dd, d);
+    int rc = (first * esize) % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
     if (rc) return rc;
     dcr__planes_join_part(joined, planes + first, n, m, esize);
     changed += dcr__count_changed(chunk + first * esize, joined, m, esize);

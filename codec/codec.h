@@ -201,6 +201,9 @@ typedef struct {
 } dcr__chunk_decoder;
 
 #define DCR__JOIN_BLOCK 65536u /* dense values are joined this many elements at a time */
+/* Long loops over a chunk look at a cancel flag every this many bytes of work or
+ * so (a 1 GiB chunk is seconds of hashing or decoding on a slow machine). */
+#define DCR__WATCH_BYTES ((size_t)64 << 20)
 /* A decoder for chunks of up to chunk_size bytes. It holds at most
  * max(chunk_size / 16, 65536) positions and reads a sparse chunk with more in
  * batches (checked whole first), so that it never touches more than
@@ -375,11 +378,13 @@ DCR_HIDDEN void dcr__pass_free(dcr__pass *pass);
 /* The input hook for a checkpoint file (input_ctx a dcr__file): entry's tensor at
  * offsets[entry], read (pread) into the slot's buffer, never mapped: a file that
  * shrinks or changes meanwhile cannot raise SIGBUS or change the bytes after
- * they are hashed; errors name the file. */
+ * they are hashed; errors name the file. With a cancel flag, a chunk is read
+ * DCR__WATCH_BYTES at a time, the flag looked at in between. */
 typedef struct {
   const dcr__checkpoint *ck;
   const uint64_t *offsets;
   const char *path;
+  const volatile int *cancel; /* optional */
 } dcr__file;
 DCR_HIDDEN int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes,
                                dcr__view *view, uint8_t *fallback, dcr_detail *d);

@@ -47,8 +47,16 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
 int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                     uint8_t *fallback, dcr_detail *d) {
   const dcr__file *f = input_ctx;
-  int rc = dcr__checkpoint_view(view, f->ck, f->offsets[entry] + at, bytes, fallback, d);
-  if (rc && d && !d->file[0]) dcr__detail_file(d, f->path);
+  size_t step = f->cancel ? DCR__WATCH_BYTES : bytes, done = 0;
+  int rc = DCR_OK;
+  do { /* a 1 GiB read is seconds on a slow disk */
+    size_t n = bytes - done < step ? bytes - done : step;
+    if (done && *f->cancel) rc = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    else rc = dcr__checkpoint_view(view, f->ck, f->offsets[entry] + at + done, n, fallback + done, d);
+    done += n;
+  } while (!rc && done < bytes);
+  *view = (dcr__view){.data = fallback};
+  if (rc && rc != DCR_E_INTERRUPTED && d && !d->file[0]) dcr__detail_file(d, f->path);
   return rc;
 }
 
@@ -161,6 +169,22 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
   return DCR_OK;
 }
 
+/* The piece digests (§7) of `bytes` at `from` into `digests`, copying them to `to`
+ * as well unless it is NULL, DCR__WATCH_BYTES at a time with a look at the cancel
+ * flag in between; *pieces gets their count. */
+static int digest(const dcr__pass *p, uint8_t *to, const uint8_t *from, size_t bytes,
+                  uint8_t *digests, size_t *pieces, dcr_detail *d) {
+  *pieces = 0;
+  for (size_t at = 0; at < bytes; at += DCR__WATCH_BYTES) {
+    if (at && p->spec.cancel && *p->spec.cancel)
+      return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    size_t n = bytes - at < DCR__WATCH_BYTES ? bytes - at : DCR__WATCH_BYTES;
+    uint8_t *out = digests + 16 * (at / DCR__PIECE);
+    *pieces += to ? dcr__pieces_copy(to + at, from + at, n, out) : dcr__pieces(from + at, n, out);
+  }
+  return DCR_OK;
+}
+
 /* §10.1 step 3 (R-APL-2) for one changed chunk: base_check, then decode and apply
  * (R-ENC-3), then target_check. A chunk whose base bytes already give target_check
  * is not left alone: a changed chunk's base cannot, and a retried apply is
@@ -176,9 +200,11 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
   /* base_check before a byte is decoded: a wrong base costs a hash of the chunk,
    * not the decode of up to 1 GiB of values. A dense chunk is copied as it is
    * hashed; a sparse one is then copied, patched and hashed piece by piece. */
-  if (sparse) s->pieces = digests ? dcr__pieces(s->chunk.input, bytes, s->input_pieces) : 0;
-  else if (digests) s->pieces = dcr__pieces_copy(s->out, s->chunk.input, bytes, s->input_pieces);
-  else memcpy(s->out, s->chunk.input, bytes);
+  s->pieces = 0;
+  if (digests) rc = digest(p, sparse ? NULL : s->out, s->chunk.input, bytes, s->input_pieces,
+                           &s->pieces, &s->detail);
+  else if (!sparse) memcpy(s->out, s->chunk.input, bytes);
+  if (rc) return rc;
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check))
     return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
                      "bundle's base checksum");
@@ -191,8 +217,9 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
                                   s->out_pieces, &s->detail);
     s->pieces = DCR__PIECES(bytes);
   } else {
+    size_t pieces;
     rc = dcr__apply_streams(&s->dec, c, planes, dtype, n, s->out, &s->detail);
-    if (!rc && digests) dcr__pieces(s->out, bytes, s->out_pieces);
+    if (!rc && digests) rc = digest(p, NULL, s->out, bytes, s->out_pieces, &pieces, &s->detail);
   }
   if (rc) return rc;
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
@@ -254,7 +281,8 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   /* A changed chunk's input is hashed as it is copied (apply_record). The input is
    * the view's own buffer (dcr__checkpoint_view reads, never maps), so what is hashed
    * here is exactly what the hooks write. */
-  if (!rc && hash_input) s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
+  if (!rc && hash_input)
+    rc = digest(p, NULL, s->input.data, s->chunk.bytes, s->input_pieces, &s->pieces, &s->detail);
   if (!rc && c)
     rc = p->spec.as_target ? check_as_target(p->spec.r, s, c)
                            : apply_record(p, s, c, e->target.dtype);

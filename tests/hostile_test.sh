@@ -20,8 +20,8 @@
 #   chunk-1g      valid, 37 KB: one 1 GiB chunk (sparse, every element changed;
 #                 and dense): at --memory 256M validate and apply (right and wrong
 #                 base) exit 3 before decoding (issue 32: 1.2 GiB to validate, 3.6
-#                 GiB and 69 s to apply); a decode or an inflate of 1 GiB under a
-#                 large budget ends within a second of SIGINT
+#                 GiB and 69 s to apply); a decode, an inflate or an apply of
+#                 1 GiB under a large budget ends within a second of SIGINT
 #   tensors-1m    valid: a checkpoint of 1,048,576 tensors (79 MB header): dcr id
 #                 within the default budget; over a 64 MiB one, exit 3
 # HOSTILE_LARGE=1 uses 1 GiB chunks for sparse and sparse-8 (the issue's sizes; ~1
@@ -159,6 +159,10 @@ EOF
 # a 1 GiB chunk takes seconds to decode, a 1 GiB frame to inflate (as the bundle opens)
 tcase "SIGINT during a 1 GiB chunk decode" interrupt 1 1 validate --memory 2G sparse1g.dcr
 tcase "SIGINT during a 1 GiB MANI inflate" interrupt 0.3 1 validate --memory 2G mani1g.dcr
+# (64 MiB of a sparse file are read between two looks: 0.8 s on a slow, shared VM)
+tcase "SIGINT while a 1 GiB chunk is read, hashed, decoded" interrupt 1 2 apply --memory 4G base1g.raw \
+  sparse1g.dcr -o out.raw -f
+rm -f out.raw
 
 # 1,048,576 tensors: the header is read member by member (1.2 GiB as a document).
 python3 - <<'EOF' || exit 3
