@@ -60,13 +60,13 @@ DCR_HIDDEN void dcr__section_type_name(uint32_t type, char out[5]);
 DCR_HIDDEN int dcr__zframe_check(const uint8_t *p, size_t available, uint64_t max_size,
                                  int size_code, uint64_t exact_size, uint64_t *content_size,
                                  size_t *frame_length, dcr_detail *d);
-/* Inflates a checked frame into exactly content_size bytes at `out`. With a
- * cancel flag, a few blocks at a time (at most 64 MiB of output), looking at the
- * flag in between: non-zero stops it with DCR_E_INTERRUPTED. */
+/* Inflates a checked frame into exactly content_size bytes at `out`, a few blocks
+ * at a time (at most 64 MiB of output); a non-zero *cancel (cancel may be NULL)
+ * stops it in between with DCR_E_INTERRUPTED. */
 DCR_HIDDEN int dcr__zframe_inflate(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
                                    uint8_t *out, size_t content_size, const volatile int *cancel,
                                    dcr_detail *d);
-/* dcr__zframe_inflate without a cancel flag: in one call. */
+/* dcr__zframe_inflate without a cancel flag. */
 DCR_HIDDEN int dcr__zframe_decompress(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
                                       uint8_t *out, size_t content_size, dcr_detail *d);
 /* The first n bytes of a checked frame's content, inflating no more than a block

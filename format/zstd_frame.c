@@ -128,7 +128,7 @@ static int stepped(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length, u
     left = ZSTD_decompressStream(dctx, &o, &in);
     if (ZSTD_isError(left)) rc = failed(left, d);
     else if (in.pos == at) rc = failed(0, d); /* no progress: cut short */
-    else if (*cancel) rc = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    else if (cancel && *cancel) rc = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
     at = in.pos;
   }
   if (!rc && (left || o.pos != content_size)) rc = failed(0, d);
@@ -143,7 +143,9 @@ int dcr__zframe_inflate(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_leng
   /* Windows up to the content size are allowed (§4.4): past libzstd's default. */
   size_t rc = ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 31);
   if (ZSTD_isError(rc)) return failed(rc, d);
-  int watched = cancel ? stepped(dctx, frame, frame_length, out, content_size, cancel, d) : 1;
+  /* stepped with or without a flag: libzstd names the same damage differently in
+   * one call and in steps, and every caller gives the same message for it */
+  int watched = stepped(dctx, frame, frame_length, out, content_size, cancel, d);
   if (watched != 1) return watched;
   size_t got = ZSTD_decompressDCtx(dctx, out, content_size, frame, frame_length);
   return ZSTD_isError(got) || got != content_size ? failed(got, d) : DCR_OK;
