@@ -130,6 +130,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/cli_squash_test.sh $(BUILD)/dcr
 	bash tests/cli_sign_test.sh $(BUILD)/dcr
 	SANITIZE="$(SANITIZE)" bash tests/hostile_test.sh $(BUILD)/dcr
+	SANITIZE="$(SANITIZE)" bash tests/valgrind_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	bash tests/cli_history_test.sh $(BUILD)/dcr
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1

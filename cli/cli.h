@@ -110,8 +110,9 @@ json_t *cli_error_json(int code, const char *stage, const dcr_detail *d);
 void cli_print_json(json_t *doc);
 
 /* Prints n bytes of a name, a path or a message from a bundle with control
- * characters escaped (\x1b, \u009b, \\), so that a hostile name cannot drive
- * the terminal or forge a line. JSON output is escaped by jansson instead. */
+ * characters and bytes that are no UTF-8 character escaped (\x1b, \u009b, \xff,
+ * \\), so that a hostile name cannot drive the terminal or forge a line. JSON
+ * output is escaped by jansson instead. */
 void cli_put_escaped(FILE *f, const char *s, size_t n);
 int cli_usage(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The usage error for what getopt_long returned as c ('?' or ':'), in the one

@@ -17,6 +17,7 @@ dcr_limits cli_limits;
 
 void cli_common_init(cli_common *c, const char *command) {
   dcr_limits_default(&cli_limits);
+  cli_limits.cancel = &cli_interrupted; /* what is read, from the first byte */
   c->command = command;
   c->quiet = 0;
   c->verbose = 0;
@@ -56,15 +57,17 @@ int cli_exit_code(int code) {
 
 void cli_put_escaped(FILE *f, const char *s, size_t n) {
   const unsigned char *p = (const unsigned char *)s;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0, len; i < n; i += len) {
     unsigned c = p[i];
+    len = dcr__utf8_char(p + i, n - i);
     /* C0 controls, DEL, and C1 controls (U+0080..U+009F, which a terminal may take
-     * as CSI and so on) are escaped; so is the backslash, to keep it unambiguous. */
-    if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
-    else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
-      fprintf(f, "\\u%04x", p[++i]);
+     * as CSI and so on) are escaped; so is the backslash, to keep it unambiguous;
+     * and each byte that is not part of a UTF-8 character, which a terminal would
+     * show as it pleases (or take with the bytes after it). */
+    if (c < 0x20 || c == 0x7f || !len) fprintf(f, "\\x%02x", c), len = 1;
+    else if (c == 0xc2 && p[i + 1] <= 0x9f) fprintf(f, "\\u%04x", p[i + 1]);
     else if (c == '\\') fputs("\\\\", f);
-    else fputc((int)c, f);
+    else fwrite(p + i, 1, len, f);
   }
 }
 

@@ -224,6 +224,7 @@ int cli_output_open(cli_output *o, const char *path, int force, const char *cons
     return CLI_OK;
   }
   dcr_detail d;
+  dcr__detail_init(&d); /* an internal call adds to a detail: it starts clean here */
   int err = dcr__atomic_open(&o->atomic, path, (force ? DCR__ATOMIC_REPLACE : 0) | DCR__ATOMIC_SYNC, &d);
   if (err) return cli_report(path, err, &d), cli_exit_code(err);
   o->fd = o->atomic.fd;
@@ -269,6 +270,7 @@ int cli_output_commit(cli_output *o) {
   }
   if (cli_interrupted) return dcr__atomic_abort(&o->atomic), CLI_INTERRUPTED;
   dcr_detail d;
+  dcr__detail_init(&d);
   int err = dcr__atomic_commit(&o->atomic, &d);
   if (err) return cli_report(o->path, err, &d), cli_exit_code(err);
   return CLI_OK;

@@ -107,9 +107,19 @@ static int write_output(void *ctx, const dcr__pass_chunk *c, dcr_detail *d) {
   const dcr__manifest *m = &a->r->man;
   if (!c->bytes || c->zero) return DCR_OK; /* zeros: a hole, already */
   uint64_t at = m->entries[c->job->entry].target.offset + c->at;
-  if (a->set_out) return dcr__set_output_write(a->set_out, at, c->result, c->bytes, d);
-  if (a->out_fd < 0) return DCR_OK;
-  return dcr__pwrite_full(a->out_fd, c->result, c->bytes, m->prefix_length + at, d);
+  if (!a->set_out && a->out_fd < 0) return DCR_OK;
+  int rc = DCR_OK;
+  /* a 1 GiB chunk is seconds to write on a slow disk: an interrupt is looked for */
+  for (size_t done = 0, n; !rc && done < c->bytes; done += n) {
+    n = c->bytes - done < DCR__WATCH_BYTES ? c->bytes - done : DCR__WATCH_BYTES;
+    if (done && a->opt->cancel && *a->opt->cancel)
+      rc = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    else if (a->set_out)
+      rc = dcr__set_output_write(a->set_out, at + done, c->result + done, n, d);
+    else
+      rc = dcr__pwrite_full(a->out_fd, c->result + done, n, m->prefix_length + at + done, d);
+  }
+  return rc;
 }
 
 /* The pass's take hook for a sink: chunks come in file order, on the calling
@@ -243,7 +253,7 @@ static int apply_as(dcr_reader *r, const char *base_path, output *out,
   dcr_limits lim = r->lim;
   applier a = {.r = r, .opt = opt, .as_target = as_target, .out_fd = -1, .out = out,
                .base_path = base_path};
-  dcr__file input = {.ck = &a.base, .path = base_path};
+  dcr__file input = {.ck = &a.base, .path = base_path, .cancel = opt->cancel};
   dcr__pass_spec spec = {.r = r, .verify = DCR_VERIFY_FULL, .as_target = as_target,
                          .lazy_zeros = 1, .threads = opt->threads, .cancel = opt->cancel,
                          .progress = opt->progress, .progress_opaque = opt->progress_opaque,

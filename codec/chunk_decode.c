@@ -25,6 +25,68 @@ uint64_t dcr__chunk_decoder_bytes(size_t chunk_size) {
          (uint64_t)pos_capacity(chunk_size) * sizeof(uint32_t);
 }
 
+static uint64_t larger(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t smaller(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* The bytes of a slot's buffers that chunk c touches, from what its record and the
+ * manifest declare (§9.1): its payload where the source has to read it, the
+ * streams that are inflated (stored ones are used in place), positions and
+ * joined values. Each goes into the matching field of `most`, which keeps the
+ * largest: a slot's buffers are sized once, so it holds as much of each as the
+ * chunk that needs most of it. Returns the chunk's own total. */
+static uint64_t chunk_need(const dcr_reader *r, const dcr__chunk *c, size_t decoder_size,
+                           uint64_t most[5]) {
+  const dcr__entry *e = &r->man.entries[c->tensor];
+  size_t bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
+  uint64_t esize = dcr_dtype_size(e->target.dtype), n = bytes / esize;
+  int sparse = dcr__enc_sparse(c->encoding), classed = c->encoding == DCR_ENC_DELTA_CLASSED;
+  int inflated = c->compression == DCR_COMP_ZSTD && !classed;
+  uint64_t part[5] = {
+      r->src.data ? 0
+      : r->random ? dcr__align64(c->offset + DCR__SECTION_HEADER_SIZE + c->payload_length) - c->offset
+                  : c->payload_length,
+      classed || inflated ? (sparse || classed ? c->count : n) * esize : 0,
+      sparse && inflated ? DCR__POSITIONS_BOUND(n) : 0,
+      sparse ? smaller(c->count, pos_capacity(decoder_size)) * sizeof(uint32_t) : 0,
+      sparse || classed ? 0 : join_bytes(bytes)};
+  uint64_t total = 0;
+  for (int i = 0; i < 5; i++) most[i] = larger(most[i], part[i]), total += part[i];
+  return total;
+}
+
+uint64_t dcr__decode_bytes(const dcr_reader *r, size_t *largest, const dcr__chunk **neediest) {
+  *largest = 1;
+  for (uint64_t i = 0; i < r->chunk_count; i++) {
+    const dcr__chunk *c = &r->chunks[i];
+    size_t bytes = dcr__chunk_bytes(&r->man, &r->man.entries[c->tensor], c->chunk);
+    if (dcr__selected(r, c->tensor) && bytes > *largest) *largest = bytes;
+  }
+  uint64_t most[5] = {0}, worst = 0, sum = 0;
+  *neediest = NULL;
+  for (uint64_t i = 0; i < r->chunk_count; i++) {
+    if (!dcr__selected(r, r->chunks[i].tensor)) continue;
+    uint64_t own = chunk_need(r, &r->chunks[i], *largest, most);
+    if (!*neediest || own > worst) *neediest = &r->chunks[i], worst = own;
+  }
+  for (int i = 0; i < 5; i++) sum += most[i];
+  return sum;
+}
+
+int dcr__decode_fits(const dcr_reader *r, uint64_t need, const dcr__chunk *c, size_t bytes,
+                     const char *work, dcr_detail *d) {
+  if (need <= r->lim.max_memory) return DCR_OK;
+  if (c) {
+    const dcr__entry *e = &r->man.entries[c->tensor];
+    dcr__detail_tensor(d, c->tensor, e->name, e->name_length);
+    dcr__detail_chunk(d, c->chunk);
+  }
+  dcr__detail_file(d, r->path);
+  return dcr__fail(d, DCR_E_NOMEM, "%s needs %llu MiB on one thread (chunks of up to %zu bytes), "
+                   "over the memory budget of %llu MiB (dcr_limits.max_memory, dcr --memory)",
+                   work, (unsigned long long)((need + (1 << 20) - 1) >> 20), bytes,
+                   (unsigned long long)(r->lim.max_memory >> 20));
+}
+
 int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size, unsigned minor) {
   memset(dd, 0, sizeof *dd);
   dd->minor = minor;
@@ -50,6 +112,10 @@ void dcr__chunk_decoder_free(dcr__chunk_decoder *dd) {
   free(dd->join);
   dcr__classed_decoder_free(dd->cls);
   memset(dd, 0, sizeof *dd);
+}
+
+static int stopped(const dcr__chunk_decoder *dd, dcr_detail *d) {
+  return dd->cancel && *dd->cancel ? dcr__fail(d, DCR_E_INTERRUPTED, "interrupted") : DCR_OK;
 }
 
 /* Makes position i (read in order: i is at most pos_end) one that dd->pos holds;
@@ -104,7 +170,8 @@ static int next_stream(dcr__chunk_decoder *dd, input *in, int compression, size_
   size_t frame;
   int rc = dcr__zframe_check(in->p, in->left, exact ? exact : max, DCR_E_DECOMPRESS,
                              exact ? exact : UINT64_MAX, &size, &frame, d);
-  if (rc || (rc = dcr__zframe_decompress(dd->dctx, in->p, frame, buf, (size_t)size, d))) return rc;
+  if (rc || (rc = dcr__zframe_inflate(dd->dctx, in->p, frame, buf, (size_t)size, dd->cancel, d)))
+    return rc;
   in->p += frame;
   in->left -= frame;
   *out = buf;
@@ -122,7 +189,8 @@ static int read_positions(dcr__chunk_decoder *dd, input *in, int compression, si
   /* More positions than the decoder holds: checked whole now, read in batches as
    * they are applied (the same rules, in the same order, with the same codes). */
   dd->batched = count > dd->pos_capacity;
-  if ((rc = dcr__positions_read(s, length, count, n, dd->batched ? NULL : dd->pos, &used, d)))
+  if ((rc = dcr__positions_watched(s, length, count, n, dd->batched ? NULL : dd->pos, &used,
+                                   dd->cancel, d)))
     return rc;
   dd->pos_first = 0;
   dd->pos_end = dd->batched ? 0 : count;
@@ -158,6 +226,8 @@ static int apply_range(dcr__chunk_decoder *dd, const uint8_t *planes, size_t cou
                        size_t first, size_t last, unsigned esize, int op, uint8_t *chunk,
                        dcr_detail *d) {
   while (first < last) {
+    int rc = stopped(dd, d);
+    if (rc) return rc;
     size_t at = pos_window(dd, first, count);
     size_t stop = last < dd->pos_end ? last : dd->pos_end;
     const uint32_t *pos = dd->pos + at;
@@ -197,7 +267,9 @@ static int apply_classed_pieces(dcr__chunk_decoder *dd, const uint8_t *values, u
   size_t bytes = n * esize, piece = 0;
   for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
     size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
-    dcr__pieces(from + at, length, input_digests + 16 * piece);
+    int rc = at % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
+    if (rc) return rc;
+    if (input_digests) dcr__pieces(from + at, length, input_digests + 16 * piece);
     memcpy(out + at, from + at, length);
     dcr__classed_walk(dd->cls, values, from, out, at / esize, (at + length) / esize);
     dcr__pieces(out + at, length, out_digests + 16 * piece);
@@ -218,7 +290,9 @@ int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
   int rc = op == DCR__OP_OVERWRITE ? DCR_OK : check_nonzero(dd, planes, count, esize, d);
   for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
     size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE, end = (at + length) / esize;
-    dcr__pieces(from + at, length, input_digests + 16 * piece);
+    int interrupted = at % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
+    if (interrupted) return interrupted;
+    if (input_digests) dcr__pieces(from + at, length, input_digests + 16 * piece);
     memcpy(out + at, from + at, length);
     while (k < count) { /* the positions in this piece, a batch at a time */
       size_t w = pos_window(dd, k, count), next = k;
@@ -252,7 +326,8 @@ int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_
                        c->compression);
     *planes = dd->planes;
     dd->batched = 0;
-    return dcr__classed_streams(dd->cls, data, length, dtype, n, c->count, dd->planes, d);
+    return dcr__classed_streams(dd->cls, data, length, dtype, n, c->count, dd->planes, dd->cancel,
+                                d);
   }
   int is_sparse = dcr__enc_sparse(c->encoding);
   size_t k = is_sparse ? c->count : n, plane_bytes;
@@ -323,6 +398,8 @@ static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint
     } else {
       for (size_t first = 0; first < n; first += DCR__JOIN_BLOCK) {
         size_t m = n - first < DCR__JOIN_BLOCK ? n - first : DCR__JOIN_BLOCK;
+        int rc = (first * esize) % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
+        if (rc) return rc;
         dcr__planes_join_part(joined, planes + first, n, m, esize);
         uint8_t *e = chunk + first * esize;
         for (size_t i = 0; i < m; i++) dcr__delta_apply(e + i * esize, joined + i * esize, esize);
@@ -335,6 +412,8 @@ static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint
   size_t changed = 0;
   for (size_t first = 0; first < n; first += DCR__JOIN_BLOCK) {
     size_t m = n - first < DCR__JOIN_BLOCK ? n - first : DCR__JOIN_BLOCK;
+    int rc = (first * esize) % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
+    if (rc) return rc;
     dcr__planes_join_part(joined, planes + first, n, m, esize);
     changed += dcr__count_changed(chunk + first * esize, joined, m, esize);
   }

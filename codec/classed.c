@@ -204,7 +204,8 @@ int dcr__classed_decoder_init(dcr__classed **cls) {
 void dcr__classed_decoder_free(dcr__classed *cls) { free(cls); }
 
 int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, int dtype,
-                         size_t n, size_t count, uint8_t *values, dcr_detail *d) {
+                         size_t n, size_t count, uint8_t *values, const volatile int *cancel,
+                         dcr_detail *d) {
   unsigned esize = dcr_dtype_size(dtype), shift, bits = dcr__class_bits(dtype, &shift);
   size_t classes = (size_t)1 << bits;
   if (length < 2) return dcr__fail(d, DCR_E_ENCODING, "class table cut short");
@@ -238,7 +239,8 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
    * rank at a time by the walk. */
   for (size_t s = 0; s < m; s++) {
     size_t used;
-    int rc = dcr__positions_read(p, (size_t)(end - p), cls->slot[s].changes, n, NULL, &used, d);
+    int rc = dcr__positions_watched(p, (size_t)(end - p), cls->slot[s].changes, n, NULL, &used,
+                                    cancel, d);
     if (rc) return rc;
     dcr__positions_start(&cls->slot[s].cursor, p, used);
     p += used;
@@ -252,6 +254,8 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
     contexts_reset(ctx);
     cls->slot[s].value = (uint32_t)at;
     for (uint32_t i = 0; i < cls->slot[s].changes; i++, at++) {
+      if (!(at & 0xFFFFF) && cancel && *cancel) /* every 2^20 values: ~10 ms */
+        return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
       uint64_t z = decode_value(&rc, ctx, 8 * esize);
       if (!z) return dcr__fail(d, DCR_E_ENCODING, "value %zu does not fit %u bits", at, 8 * esize);
       store_elem(values + at * esize, z, esize);

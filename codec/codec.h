@@ -64,6 +64,11 @@ DCR_HIDDEN size_t dcr__positions_size(const uint32_t *pos, size_t count);
  * consumed, up to the byte boundary after the last. Fails with DCR_E_POSITION. */
 DCR_HIDDEN int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
                                    uint32_t *pos, size_t *used, dcr_detail *d);
+/* The same, looking at *cancel (if not NULL) every 2^24 positions: non-zero stops
+ * it with DCR_E_INTERRUPTED. */
+DCR_HIDDEN int dcr__positions_watched(const uint8_t *in, size_t length, size_t count, size_t n,
+                                      uint32_t *pos, size_t *used, const volatile int *cancel,
+                                      dcr_detail *d);
 /* Reads again, in batches, a stream that dcr__positions_read accepted (pos NULL:
  * checked without storing); the caller takes no more than its count. */
 typedef struct {
@@ -98,10 +103,11 @@ DCR_HIDDEN int dcr__classed_decoder_init(dcr__classed **cls);
 DCR_HIDDEN void dcr__classed_decoder_free(dcr__classed *cls);
 /* The chunk stage: checks the class table, the rank streams and the values of
  * every rule that needs no base, and decodes the values (zigzag deltas, class by
- * class) into `values` (count elements). */
+ * class) into `values` (count elements). A non-zero *cancel (may be NULL) stops it
+ * with DCR_E_INTERRUPTED. */
 DCR_HIDDEN int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length,
                                     int dtype, size_t n, size_t count, uint8_t *values,
-                                    dcr_detail *d);
+                                    const volatile int *cancel, dcr_detail *d);
 /* The apply stage, after dcr__classed_streams: elements first..last-1 (walked in
  * order, from 0, over calls) read from base, their changes written to out (which
  * may be base). dcr__classed_end then says whether every change was met. */
@@ -189,9 +195,15 @@ typedef struct {
   dcr__positions_cursor cursor, stream_start;
   unsigned minor;              /* the bundle's: which encodings exist (R-VER-4) */
   dcr__classed *cls;           /* minor >= 2: DELTA_CLASSED's walk */
+  /* Optional (set after init): non-zero stops a decode with DCR_E_INTERRUPTED,
+   * looked at every 64 MiB of work or so, so that a 1 GiB chunk is not waited for. */
+  const volatile int *cancel;
 } dcr__chunk_decoder;
 
 #define DCR__JOIN_BLOCK 65536u /* dense values are joined this many elements at a time */
+/* Long loops over a chunk look at a cancel flag every this many bytes of work or
+ * so (a 1 GiB chunk is seconds of hashing or decoding on a slow machine). */
+#define DCR__WATCH_BYTES ((size_t)64 << 20)
 /* A decoder for chunks of up to chunk_size bytes. It holds at most
  * max(chunk_size / 16, 65536) positions and reads a sparse chunk with more in
  * batches (checked whole first), so that it never touches more than
@@ -204,6 +216,19 @@ DCR_HIDDEN int dcr__chunk_decoder_init(dcr__chunk_decoder *dd, size_t chunk_size
  * its position stream, its positions and a block of joined values (1.375 ·
  * chunk_size + 512 KiB for large chunks; a unit of a memory budget). */
 DCR_HIDDEN uint64_t dcr__chunk_decoder_bytes(size_t chunk_size);
+/* What one slot touches to read and decode r's selected chunks one after another
+ * (payloads, inflated streams, positions), from what their records and the
+ * manifest declare, before anything is allocated for them, with a decoder for
+ * *largest bytes (the largest of those chunks, at least 1); *neediest is the chunk
+ * that needs most alone (NULL if none is selected). */
+DCR_HIDDEN uint64_t dcr__decode_bytes(const dcr_reader *r, size_t *largest,
+                                      const dcr__chunk **neediest);
+/* DCR_E_NOMEM, naming the budget, chunk c (the neediest, or NULL) and the chunk
+ * size, if `need` (one thread's `work`: "checking the chunks", ...) is over r's
+ * memory budget: work that does not fit on one thread is refused before a byte of
+ * it is decoded (SPEC.md §11). */
+DCR_HIDDEN int dcr__decode_fits(const dcr_reader *r, uint64_t need, const dcr__chunk *c,
+                                size_t bytes, const char *work, dcr_detail *d);
 DCR_HIDDEN void dcr__chunk_decoder_free(dcr__chunk_decoder *dd);
 /* Decodes the streams of `data` (the encoded data after the chunk record) for a
  * chunk of n elements: positions into dd->pos (sparse encodings), and the value
@@ -221,9 +246,9 @@ DCR_HIDDEN int dcr__apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c,
                                   uint8_t *chunk, dcr_detail *d);
 /* For a sparse chunk whose streams dcr__chunk_streams decoded: copies `input` to
  * `out` one 4096-byte piece at a time, applies the values that fall in the piece,
- * and writes the digests (§7) of the piece before and after, all while it is in
- * cache. Returns the first rule the values break (R-ENC-2, R-ENC-3); every digest
- * of the input is written even then. */
+ * and writes the digests (§7) of the piece before (unless input_digests is NULL)
+ * and after, all while it is in cache. Returns the first rule the values break
+ * (R-ENC-2, R-ENC-3); every digest of the input is written even then. */
 DCR_HIDDEN int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
                                         const uint8_t *planes, int dtype, size_t n,
                                         const uint8_t *input, uint8_t *out,
@@ -357,11 +382,13 @@ DCR_HIDDEN void dcr__pass_free(dcr__pass *pass);
 /* The input hook for a checkpoint file (input_ctx a dcr__file): entry's tensor at
  * offsets[entry], read (pread) into the slot's buffer, never mapped: a file that
  * shrinks or changes meanwhile cannot raise SIGBUS or change the bytes after
- * they are hashed; errors name the file. */
+ * they are hashed; errors name the file. With a cancel flag, a chunk is read
+ * DCR__WATCH_BYTES at a time, the flag looked at in between. */
 typedef struct {
   const dcr__checkpoint *ck;
   const uint64_t *offsets;
   const char *path;
+  const volatile int *cancel; /* optional */
 } dcr__file;
 DCR_HIDDEN int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes,
                                dcr__view *view, uint8_t *fallback, dcr_detail *d);

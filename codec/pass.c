@@ -47,8 +47,16 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
 int dcr__file_input(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                     uint8_t *fallback, dcr_detail *d) {
   const dcr__file *f = input_ctx;
-  int rc = dcr__checkpoint_view(view, f->ck, f->offsets[entry] + at, bytes, fallback, d);
-  if (rc && d && !d->file[0]) dcr__detail_file(d, f->path);
+  size_t step = f->cancel ? DCR__WATCH_BYTES : bytes, done = 0;
+  int rc = DCR_OK;
+  do { /* a 1 GiB read is seconds on a slow disk */
+    size_t n = bytes - done < step ? bytes - done : step;
+    if (done && *f->cancel) rc = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    else rc = dcr__checkpoint_view(view, f->ck, f->offsets[entry] + at + done, n, fallback + done, d);
+    done += n;
+  } while (!rc && done < bytes);
+  *view = (dcr__view){.data = fallback};
+  if (rc && rc != DCR_E_INTERRUPTED && d && !d->file[0]) dcr__detail_file(d, f->path);
   return rc;
 }
 
@@ -161,50 +169,67 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
   return DCR_OK;
 }
 
+/* The piece digests (§7) of `bytes` at `from` into `digests`, copying them to `to`
+ * as well unless it is NULL, DCR__WATCH_BYTES at a time with a look at the cancel
+ * flag in between; *pieces gets their count. */
+static int digest(const dcr__pass *p, uint8_t *to, const uint8_t *from, size_t bytes,
+                  uint8_t *digests, size_t *pieces, dcr_detail *d) {
+  *pieces = 0;
+  for (size_t at = 0; at < bytes; at += DCR__WATCH_BYTES) {
+    if (at && p->spec.cancel && *p->spec.cancel)
+      return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    size_t n = bytes - at < DCR__WATCH_BYTES ? bytes - at : DCR__WATCH_BYTES;
+    uint8_t *out = digests + 16 * (at / DCR__PIECE);
+    *pieces += to ? dcr__pieces_copy(to + at, from + at, n, out) : dcr__pieces(from + at, n, out);
+  }
+  return DCR_OK;
+}
+
 /* §10.1 step 3 (R-APL-2) for one changed chunk: base_check, then decode and apply
  * (R-ENC-3), then target_check. A chunk whose base bytes already give target_check
  * is not left alone: a changed chunk's base cannot, and a retried apply is
  * recognized as a whole by the target's state id (§10.2). */
 static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
   int check = p->spec.verify != DCR_VERIFY_NONE, digests = check || !p->spec.changed_only;
+  int sparse = dcr__enc_sparse(c->encoding);
   size_t bytes = s->chunk.bytes, n = bytes / dcr_dtype_size(dtype);
   const uint8_t *payload, *planes = NULL;
   int rc = dcr__chunk_payload(p->spec.r, c, &s->scratch, &s->scratch_capacity, &payload,
                               &s->detail);
   if (rc) return rc;
-  /* The streams are decoded first, but what they (or the values) break is reported
-   * after base_check, in the order of R-APL-2. A sparse chunk is then copied,
-   * patched and hashed piece by piece, in cache; a dense one in three passes. */
-  dcr_detail held_detail;
-  dcr__detail_init(&held_detail);
-  int held = dcr__chunk_streams(&s->dec, c, payload + DCR__RECORD_SIZE,
-                                (size_t)c->payload_length - DCR__RECORD_SIZE, dtype, n, &planes,
-                                &held_detail);
-  int piecewise = !held && dcr__enc_sparse(c->encoding);
-  if (piecewise) {
-    held = dcr__apply_sparse_pieces(&s->dec, c, planes, dtype, n, s->chunk.input, s->out,
-                                    s->input_pieces, s->out_pieces, &held_detail);
-    s->pieces = DCR__PIECES(bytes);
-  } else if (digests) {
-    s->pieces = dcr__pieces_copy(s->out, s->chunk.input, bytes, s->input_pieces);
-  } else {
-    memcpy(s->out, s->chunk.input, bytes);
-  }
-  if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check)) {
-    if (!p->spec.mixed)
-      return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
-                       "bundle's base checksum");
-    if (held) return s->detail = held_detail, held;
+  /* base_check before a byte is decoded: a wrong base costs a hash of the chunk,
+   * not the decode of up to 1 GiB of values. A dense chunk is copied as it is
+   * hashed; a sparse one is then copied, patched and hashed piece by piece. */
+  s->pieces = 0;
+  if (digests) rc = digest(p, sparse ? NULL : s->out, s->chunk.input, bytes, s->input_pieces,
+                           &s->pieces, &s->detail);
+  else if (!sparse) memcpy(s->out, s->chunk.input, bytes);
+  if (rc) return rc;
+  int at_base = !check ||
+                DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->base_check);
+  if (!at_base && !p->spec.mixed)
+    return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's base bytes do not match the "
+                     "bundle's base checksum");
+  if ((rc = dcr__chunk_streams(&s->dec, c, payload + DCR__RECORD_SIZE,
+                               (size_t)c->payload_length - DCR__RECORD_SIZE, dtype, n, &planes,
+                               &s->detail)))
+    return rc;
+  if (!at_base) { /* a salvage: this chunk may be its target already */
     if (!DCR__CHECKSUM_OK(dcr__pieces_check(s->input_pieces, s->pieces) == c->target_check))
       return dcr__fail(&s->detail, DCR_E_BASE_MISMATCH, "chunk's bytes match neither the "
                        "bundle's base nor its target: torn by the crash? Restore the file");
-    return DCR_OK; /* already the target: the input is the result */
+    return DCR_OK; /* the input is the result */
   }
-  if (held) return s->detail = held_detail, held;
-  if (!piecewise) {
-    if ((rc = dcr__apply_streams(&s->dec, c, planes, dtype, n, s->out, &s->detail))) return rc;
-    if (digests) dcr__pieces(s->out, bytes, s->out_pieces);
+  if (sparse) {
+    rc = dcr__apply_sparse_pieces(&s->dec, c, planes, dtype, n, s->chunk.input, s->out, NULL,
+                                  s->out_pieces, &s->detail);
+    s->pieces = DCR__PIECES(bytes);
+  } else {
+    size_t pieces;
+    rc = dcr__apply_streams(&s->dec, c, planes, dtype, n, s->out, &s->detail);
+    if (!rc && digests) rc = digest(p, NULL, s->out, bytes, s->out_pieces, &pieces, &s->detail);
   }
+  if (rc) return rc;
   if (check && !DCR__CHECKSUM_OK(dcr__pieces_check(s->out_pieces, s->pieces) == c->target_check))
     return dcr__fail(&s->detail, DCR_E_TARGET_MISMATCH, "applied chunk does not match the "
                      "bundle's target checksum");
@@ -264,7 +289,8 @@ static void run_job(void *ctx, size_t j, unsigned worker) {
   /* A changed chunk's input is hashed as it is copied (apply_record). The input is
    * the view's own buffer (dcr__checkpoint_view reads, never maps), so what is hashed
    * here is exactly what the hooks write. */
-  if (!rc && hash_input) s->pieces = dcr__pieces(s->input.data, s->chunk.bytes, s->input_pieces);
+  if (!rc && hash_input)
+    rc = digest(p, NULL, s->input.data, s->chunk.bytes, s->input_pieces, &s->pieces, &s->detail);
   if (!rc && c)
     rc = p->spec.as_target ? check_as_target(p->spec.r, s, c)
                            : apply_record(p, s, c, e->target.dtype);
@@ -344,6 +370,7 @@ static int make_slots(dcr__pass *p, size_t count, dcr_detail *d) {
     if (!s->zeros || !s->out || !s->input_pieces || !s->out_pieces ||
         dcr__chunk_decoder_init(&s->dec, cs, p->spec.r->minor))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
+    s->dec.cancel = p->spec.cancel;
   }
   return DCR_OK;
 }
@@ -364,11 +391,16 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
   /* no more threads than jobs: a small bundle starts none */
   unsigned threads = spec->threads ? spec->threads : dcr_default_threads();
   if (threads > p->job_count) threads = p->job_count ? (unsigned)p->job_count : 1;
-  /* Each thread has two slots (the pool's window), each a read buffer, a result
-   * and a decoder of up to a chunk: 1 GiB chunks on 8 threads would take 50 GiB.
-   * Fewer threads, the same result. */
-  threads = dcr__threads_within(threads, 6 * (uint64_t)dcr__max_chunk_bytes(&spec->r->man),
-                                spec->r->lim.max_memory);
+  /* Each thread has two slots (the pool's window), each a chunk's input and
+   * result, their digests, and what decoding the chunks needs: 1 GiB chunks on 8
+   * threads would take 50 GiB. Fewer threads, the same result; work that does not
+   * fit on one is refused before it starts. */
+  const dcr__chunk *neediest;
+  size_t largest, cs = dcr__max_chunk_bytes(&spec->r->man);
+  uint64_t per_slot = dcr__decode_bytes(spec->r, &largest, &neediest) + 2 * (uint64_t)cs +
+                      32 * (uint64_t)DCR__PIECES(cs);
+  if ((rc = dcr__decode_fits(spec->r, per_slot, neediest, cs, "applying the chunks", d))) return rc;
+  threads = dcr__threads_within(threads, 2 * per_slot, spec->r->lim.max_memory);
   threads = dcr__threads_for_jobs(threads, p->job_count, spec->r->man.data_length);
   if (dcr__pool_create(&p->pool, threads)) return dcr__fail(d, DCR_E_NOMEM, "no threads");
   return make_slots(p, dcr__pool_window(p->pool), d);

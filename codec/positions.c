@@ -184,15 +184,24 @@ static inline __attribute__((always_inline)) int gaps(const uint8_t *bits, size_
   return rc;
 }
 
-int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
-                        uint32_t *pos, size_t *used, dcr_detail *d) {
+/* Positions read between two looks at a cancel flag: ~50 ms of work. */
+#define WATCH_POSITIONS ((size_t)1 << 24)
+
+int dcr__positions_watched(const uint8_t *in, size_t length, size_t count, size_t n,
+                           uint32_t *pos, size_t *used, const volatile int *cancel,
+                           dcr_detail *d) {
   if (!length) return dcr__fail(d, DCR_E_POSITION, "position stream is empty");
   unsigned k = in[0];
   if (k > 31) return dcr__fail(d, DCR_E_POSITION, "Rice parameter %u exceeds 31", k);
   const uint8_t *bits = in + 1;
   reading r = {0, 0, 0, 0};
   size_t i = 0;
-  int rc = gaps(bits, length - 1, k, n, &r, pos, &i, count);
+  int rc = GAP_OK;
+  while (!rc && i < count) {
+    if (i && cancel && *cancel) return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    rc = gaps(bits, length - 1, k, n, &r, pos, &i,
+              cancel && count - i > WATCH_POSITIONS ? i + WATCH_POSITIONS : count);
+  }
   if (rc == GAP_ENDS)
     return dcr__fail(d, DCR_E_POSITION, "position %zu: stream ends inside it", i);
   if (rc == GAP_PAST)
@@ -211,6 +220,11 @@ int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n
                      "bits", k);
   *used = 1 + (size_t)((r.at + 7) >> 3);
   return DCR_OK;
+}
+
+int dcr__positions_read(const uint8_t *in, size_t length, size_t count, size_t n,
+                        uint32_t *pos, size_t *used, dcr_detail *d) {
+  return dcr__positions_watched(in, length, count, n, pos, used, NULL, d);
 }
 
 /* A second reading of a stream that dcr__positions_read has accepted: no checks,

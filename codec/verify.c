@@ -67,17 +67,14 @@ static void free_slots(verifier *v) {
 
 /* Decoders for the largest chunk carried, not for chunk_size: a small bundle may
  * declare chunks of up to 1 GiB. */
-static int make_slots(verifier *v, size_t count) {
-  size_t largest = 1;
-  for (uint64_t i = 0; i < v->r->chunk_count; i++) {
-    size_t bytes = chunk_bytes(v->r, &v->r->chunks[i]);
-    if (bytes > largest) largest = bytes;
-  }
+static int make_slots(verifier *v, size_t count, size_t largest) {
   v->slot_count = count;
   v->slots = calloc(count, sizeof *v->slots);
   if (!v->slots) return DCR_E_NOMEM;
-  for (size_t i = 0; i < count; i++)
+  for (size_t i = 0; i < count; i++) {
     if (dcr__chunk_decoder_init(&v->slots[i].dec, largest, v->r->minor)) return DCR_E_NOMEM;
+    v->slots[i].dec.cancel = v->r->cancel;
+  }
   return DCR_OK;
 }
 
@@ -85,7 +82,6 @@ static int make_slots(verifier *v, size_t count) {
  * stops the stream: the callback asked to, or an I/O or memory failure, which is
  * not a property of this chunk. */
 static int take_chunk(void *ctx, size_t i, dcr_detail *d) {
-  (void)d;
   verifier *v = ctx;
   const slot *s = &v->slots[i % v->slot_count];
   if (v->r->progress) {
@@ -93,6 +89,8 @@ static int take_chunk(void *ctx, size_t i, dcr_detail *d) {
     v->r->progress(v->r->progress_opaque, v->done, v->total);
   }
   if (!s->rc) return DCR_OK;
+  /* an interrupt is no problem of this chunk's: the caller reports it */
+  if (s->rc == DCR_E_INTERRUPTED) return dcr__fail(d, s->rc, "interrupted");
   if (!v->first) v->first = s->rc;
   int stop = (v->fn && v->fn(v->opaque, &s->detail)) || s->rc == DCR_E_IO || s->rc == DCR_E_NOMEM;
   return stop ? s->rc : DCR_OK;
@@ -113,31 +111,34 @@ int dcr_reader_verify_all(dcr_reader *r, dcr_problem_fn fn, void *opaque) {
   /* no more threads than chunks: a small bundle starts none */
   unsigned threads = r->threads ? r->threads : dcr_default_threads();
   if (threads > r->chunk_count) threads = r->chunk_count ? (unsigned)r->chunk_count : 1;
-  /* two slots per thread, each a decoder and a buffer of up to a chunk */
-  threads = dcr__threads_within(threads, 4 * (uint64_t)r->man.chunk_size, r->lim.max_memory);
+  /* two slots per thread (one without workers), each what the chunks need */
+  const dcr__chunk *neediest;
+  size_t largest;
+  uint64_t per_slot = dcr__decode_bytes(r, &largest, &neediest);
+  threads = dcr__threads_within(threads, 2 * per_slot, r->lim.max_memory);
   uint64_t payload = 0;
   for (uint64_t i = 0; i < r->chunk_count; i++) payload += r->chunks[i].payload_length;
   threads = dcr__threads_for_jobs(threads, r->chunk_count, 8 * payload); /* ~8x as it decodes */
-  if (dcr__pool_create(&pool, threads) || make_slots(&v, dcr__pool_window(pool))) {
-    dcr_detail d;
-    dcr__detail_init(&d);
-    int rc = dcr__fail(&d, DCR_E_NOMEM, "cannot allocate decoders");
+  dcr_detail d;
+  dcr__detail_init(&d);
+  int rc = dcr__decode_fits(r, per_slot, neediest, largest, "checking the chunks", &d);
+  if (!rc && (dcr__pool_create(&pool, threads) || make_slots(&v, dcr__pool_window(pool), largest))) {
+    rc = dcr__fail(&d, DCR_E_NOMEM, "cannot allocate decoders");
     dcr__detail_file(&d, r->path);
+  }
+  if (rc) {
     if (fn) fn(opaque, &d);
     free_slots(&v);
     dcr__pool_free(pool);
     return rc;
   }
   for (uint64_t i = 0; r->progress && i < r->chunk_count; i++) v.total += r->chunks[i].payload_length;
-  dcr_detail stopped;
-  dcr__detail_init(&stopped);
-  int rc = dcr__pool_stream(pool, (size_t)r->chunk_count, verify_job, take_chunk, &v, r->cancel,
-                            &stopped);
+  rc = dcr__pool_stream(pool, (size_t)r->chunk_count, verify_job, take_chunk, &v, r->cancel, &d);
   free_slots(&v);
   dcr__pool_free(pool);
   if (rc == DCR_E_INTERRUPTED) {
-    dcr__detail_file(&stopped, r->path);
-    if (fn) fn(opaque, &stopped);
+    dcr__detail_file(&d, r->path);
+    if (fn) fn(opaque, &d);
     return rc;
   }
   return v.first;

@@ -54,6 +54,7 @@ static int fail(dcr__atomic *a, dcr_detail *d, const char *what, int err) {
 }
 
 int dcr__atomic_open(dcr__atomic *a, const char *dest, unsigned flags, dcr_detail *d) {
+  if (d) dcr__detail_init(d); /* the CLI's callers report whatever it holds */
   *a = (dcr__atomic){.fd = -1, .dir_fd = -1, .flags = flags, .dest = dest};
   const char *slash = strrchr(dest, '/');
   a->name = slash ? slash + 1 : dest;

@@ -96,6 +96,9 @@ DCR_HIDDEN int dcr__dtype_lookup(const char *name, size_t length, unsigned minor
 
 /* Strict UTF-8 (RFC 3629): no overlongs, no surrogates, nothing above U+10FFFF. */
 DCR_HIDDEN int dcr__utf8_valid(const uint8_t *s, size_t n);
+/* The length (1 to 4) of the strict UTF-8 character that starts s[0..n), n >= 1;
+ * 0 if none does. */
+DCR_HIDDEN size_t dcr__utf8_char(const uint8_t *s, size_t n);
 
 /* n bytes as 2n lower-case hex digits and a NUL; and back from exactly 32 of
  * them (-1 for anything else: one spelling per digest). */

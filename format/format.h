@@ -60,13 +60,25 @@ DCR_HIDDEN void dcr__section_type_name(uint32_t type, char out[5]);
 DCR_HIDDEN int dcr__zframe_check(const uint8_t *p, size_t available, uint64_t max_size,
                                  int size_code, uint64_t exact_size, uint64_t *content_size,
                                  size_t *frame_length, dcr_detail *d);
-/* Inflates a checked frame into exactly content_size bytes at `out`. */
+/* Inflates a checked frame into exactly content_size bytes at `out`, a few blocks
+ * at a time (at most 64 MiB of output); a non-zero *cancel (cancel may be NULL)
+ * stops it in between with DCR_E_INTERRUPTED. */
+DCR_HIDDEN int dcr__zframe_inflate(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
+                                   uint8_t *out, size_t content_size, const volatile int *cancel,
+                                   dcr_detail *d);
+/* dcr__zframe_inflate without a cancel flag. */
 DCR_HIDDEN int dcr__zframe_decompress(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
                                       uint8_t *out, size_t content_size, dcr_detail *d);
+/* The first n bytes of a checked frame's content, inflating no more than a block
+ * or two: 0, or -1 where they cannot be had (the whole inflate says why). */
+DCR_HIDDEN int dcr__zframe_head(const uint8_t *frame, size_t frame_length, uint8_t *out, size_t n);
 
-/* Decompresses a section stored as one zstd frame (§4.4) into a new buffer. */
+/* Decompresses a section stored as one zstd frame (§4.4) into a new buffer: its
+ * content and `reserve` bytes more (what parsing it will need) must fit `budget`
+ * (DCR_E_NOMEM before anything is allocated). cancel as dcr__zframe_inflate's. */
 DCR_HIDDEN int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max,
-                                    uint64_t budget, uint8_t **out, size_t *out_length, dcr_detail *d);
+                                    uint64_t budget, uint64_t reserve, const volatile int *cancel,
+                                    uint8_t **out, size_t *out_length, dcr_detail *d);
 
 /* ---- manifest.c (§6) */
 typedef struct {
@@ -95,6 +107,13 @@ typedef struct {
   size_t member_count, members_length;
 } dcr__manifest;
 
+/* The manifest's fixed fields (§6.2): the bytes that say what its parse needs. */
+#define DCR__MANIFEST_HEAD 32
+/* What dcr__manifest_parse allocates for a manifest of `length` bytes that begins
+ * with `head`, beside the manifest's own bytes; 0 where its fixed fields fail
+ * before anything is allocated. */
+DCR_HIDDEN uint64_t dcr__manifest_need(const uint8_t head[DCR__MANIFEST_HEAD], uint64_t length,
+                                       const dcr_limits *lim, unsigned minor);
 /* Parses and checks every rule of §6.2 as format 1.`minor` has them (R-VER-4);
  * takes ownership of `payload` (freed on failure too). */
 DCR_HIDDEN int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim,

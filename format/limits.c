@@ -3,6 +3,11 @@
  */
 #include "common.h"
 
+/* The limits' layout is the ABI ("Growing structs" in dcr.h). */
+_Static_assert(sizeof(void *) != 8 || (sizeof(dcr_limits) == 128 &&
+                                       offsetof(dcr_limits, reserved_) == 80),
+               "dcr_limits changed size");
+
 void dcr__limits_take(dcr_limits *out, const dcr_limits *given) {
   dcr_limits_default(out);
   if (!given) return;
@@ -23,5 +28,6 @@ void dcr_limits_default(dcr_limits *l) {
   l->max_file_size = (uint64_t)1 << 48;
   l->max_bundle_size = (uint64_t)1 << 48;
   l->max_memory = (uint64_t)1 << 30;
+  l->cancel = NULL;
   memset(l->reserved_, 0, sizeof l->reserved_);
 }

@@ -7,7 +7,6 @@
 #include "checkpoint.h"
 #include "format.h"
 
-#define FIXED_SIZE 32
 
 uint64_t dcr__chunk_count(uint64_t byte_length, uint32_t chunk_size) {
   return byte_length / chunk_size + (byte_length % chunk_size != 0);
@@ -250,8 +249,8 @@ static int parse_entries(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
   return DCR_OK;
 }
 
-/* The fixed fields, in stored order (SPEC.md §6.2). */
-static int parse_fixed(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
+/* The fixed fields, in stored order (SPEC.md §6.2): the first DCR__MANIFEST_HEAD bytes. */
+static int parse_fields(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
   uint64_t v, total;
   int rc = field(c, 4, &v);
   if (rc) return rc;
@@ -282,6 +281,13 @@ static int parse_fixed(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
     return dcr__fail(c->d, DCR_E_LIMIT, "target file of %llu + %llu bytes exceeds the limit %llu",
                      (unsigned long long)m->prefix_length, (unsigned long long)m->data_length,
                      (unsigned long long)lim->max_file_size);
+  return DCR_OK;
+}
+
+/* The fixed fields and the prefix; then the entries are known to fit. */
+static int parse_fixed(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
+  int rc = parse_fields(c, lim, m);
+  if (rc) return rc;
   if (m->prefix_length > c->left)
     return dcr__fail(c->d, DCR_E_TRUNCATED, "prefix of %llu bytes exceeds the manifest",
                      (unsigned long long)m->prefix_length);
@@ -294,6 +300,23 @@ static int parse_fixed(cursor *c, const dcr_limits *lim, dcr__manifest *m) {
   return DCR_OK;
 }
 
+/* What the entries take in memory (up to 8 times their bytes), `left` being the
+ * bytes after the prefix. */
+static uint64_t entries_need(const dcr__manifest *m, uint64_t left) {
+  return (m->entry_count + 1) * sizeof *m->entries + (left / 8 + 1) * sizeof *m->dims_pool;
+}
+
+uint64_t dcr__manifest_need(const uint8_t head[DCR__MANIFEST_HEAD], uint64_t length,
+                            const dcr_limits *lim, unsigned minor) {
+  dcr__manifest m;
+  memset(&m, 0, sizeof m);
+  cursor c = {head, DCR__MANIFEST_HEAD, NULL, minor};
+  if (length < DCR__MANIFEST_HEAD || parse_fields(&c, lim, &m)) return 0;
+  uint64_t left = length - DCR__MANIFEST_HEAD;
+  if (m.prefix_length > left || m.entry_count > (left - m.prefix_length) / MIN_ENTRY_SIZE) return 0;
+  return entries_need(&m, left - m.prefix_length);
+}
+
 int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim, unsigned minor,
                         dcr__manifest *m, dcr_detail *d) {
   memset(m, 0, sizeof *m);
@@ -301,9 +324,8 @@ int dcr__manifest_parse(uint8_t *payload, size_t length, const dcr_limits *lim, 
   cursor c = {payload, length, d, minor};
   int rc = parse_fixed(&c, lim, m);
   if (rc) goto fail;
-  /* What the entries take in memory (up to 8 times their bytes), against the budget
-   * before it is allocated: DCR_E_NOMEM, not a verdict. */
-  uint64_t need = (m->entry_count + 1) * sizeof *m->entries + (c.left / 8 + 1) * sizeof *m->dims_pool;
+  /* Against the budget before it is allocated: DCR_E_NOMEM, not a verdict. */
+  uint64_t need = entries_need(m, c.left);
   if (need > lim->max_memory) {
     rc = dcr__fail(d, DCR_E_NOMEM, "the manifest's %llu entries need %llu MiB, over the memory "
                    "budget (dcr_limits.max_memory, dcr --memory)",
@@ -344,7 +366,7 @@ static uint8_t *put_desc(uint8_t *p, const dcr__desc *t, int with_offset) {
 }
 
 int dcr__manifest_serialize(const dcr__manifest *m, uint8_t **out, size_t *length) {
-  size_t size = FIXED_SIZE + (size_t)m->prefix_length;
+  size_t size = DCR__MANIFEST_HEAD + (size_t)m->prefix_length;
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
     size += 4 + e->name_length;
@@ -358,7 +380,7 @@ int dcr__manifest_serialize(const dcr__manifest *m, uint8_t **out, size_t *lengt
   p[8] = (uint8_t)m->kind;
   dcr__put64(p + 16, m->prefix_length);
   dcr__put64(p + 24, m->data_length);
-  p += FIXED_SIZE;
+  p += DCR__MANIFEST_HEAD;
   if (m->prefix_length) memcpy(p, m->prefix, (size_t)m->prefix_length);
   p += m->prefix_length;
   for (uint64_t i = 0; i < m->entry_count; i++) {

@@ -44,6 +44,8 @@ static int check_payload(walk *w, const dcr__section *s) {
     if (rc) return rc;
     XXH3_64bits_update(&st, p, n);
     done += n;
+    if (done % (64 * HASH_BLOCK) == 0 && w->r->lim.cancel && *w->r->lim.cancel)
+      return dcr__fail(w->d, DCR_E_INTERRUPTED, "interrupted");
   }
   if (!DCR__CHECKSUM_OK(XXH3_64bits_digest(&st) == s->payload_check))
     return dcr__fail(w->d, DCR_E_CHECKSUM, "section payload checksum does not match");
@@ -60,6 +62,20 @@ static int check_payload(walk *w, const dcr__section *s) {
   return DCR_OK;
 }
 
+/* What parsing a compressed MANI needs beside its inflated bytes, from its fixed
+ * fields, which are inflated alone first: a frame that declares up to the budget
+ * itself is refused before the rest of it is inflated, not after. */
+static uint64_t manifest_need(const walk *w, const dcr__section *s, const uint8_t *stored) {
+  uint8_t head[DCR__MANIFEST_HEAD];
+  uint64_t size;
+  size_t frame;
+  if (dcr__zframe_check(stored, (size_t)s->length, w->r->lim.max_section_size, DCR_E_LIMIT,
+                        UINT64_MAX, &size, &frame, NULL) ||
+      dcr__zframe_head(stored, frame, head, sizeof head))
+    return 0; /* the inflate reports what is wrong */
+  return dcr__manifest_need(head, size, &w->r->lim, w->r->minor);
+}
+
 /* Copies (or inflates) a section payload into a buffer the caller owns. */
 static int load_payload(walk *w, const dcr__section *s, uint8_t **out, size_t *length) {
   const uint8_t *p = NULL;
@@ -68,7 +84,9 @@ static int load_payload(walk *w, const dcr__section *s, uint8_t **out, size_t *l
   if (rc) return rc;
   if (s->compression == DCR_COMP_ZSTD)
     return dcr__section_inflate(p, (size_t)s->length, w->r->lim.max_section_size,
-                                w->r->lim.max_memory, out, length, w->d);
+                                w->r->lim.max_memory,
+                                s->type == DCR__SEC_MANI ? manifest_need(w, s, p) : 0,
+                                w->r->lim.cancel, out, length, w->d);
   *out = malloc(s->length ? (size_t)s->length : 1);
   if (!*out) return dcr__fail(w->d, DCR_E_NOMEM, "cannot allocate %llu bytes",
                               (unsigned long long)s->length);
@@ -308,8 +326,12 @@ static int walk_sections(walk *w) {
   return walk_range(w, DCR__HEADER_SIZE, UINT64_MAX, 0, DCR_E_STRUCTURE, &end);
 }
 
+/* Both walks start from a clean detail, whoever calls them: a caller's scratch
+ * detail is never read before it is written. */
 static int open_source(dcr_reader *r, const dcr_limits *lim, dcr_detail *d) {
+  dcr__detail_init(d);
   dcr__limits_take(&r->lim, lim);
+  r->cancel = r->lim.cancel;
   if (r->src.size > r->lim.max_bundle_size)
     return dcr__fail(d, DCR_E_LIMIT, "bundle of %llu bytes exceeds the limit %llu",
                      (unsigned long long)r->src.size, (unsigned long long)r->lim.max_bundle_size);
@@ -496,7 +518,9 @@ static int walk_gaps(walk *w, uint64_t at, uint64_t iden) {
 }
 
 static int open_random(dcr_reader *r, const dcr_limits *lim, dcr_detail *d) {
+  dcr__detail_init(d);
   dcr__limits_take(&r->lim, lim);
+  r->cancel = r->lim.cancel;
   r->random = 1;
   if (r->src.size > r->lim.max_bundle_size)
     return dcr__fail(d, DCR_E_LIMIT, "bundle of %llu bytes exceeds the limit %llu",
@@ -554,6 +578,7 @@ int dcr__confirm_by_walk(const dcr_reader *r, int rc, dcr_detail *d) {
 
 int dcr__reader_open_ops(dcr_reader **out, const dcr__source_ops *ops, void *ctx, uint64_t size,
                          const char *name, int whole, const dcr_limits *lim, dcr_detail *d) {
+  dcr__detail_init(d);
   *out = NULL;
   dcr_reader *r = calloc(1, sizeof *r);
   if (!r) return ops->close(ctx), dcr__fail(d, DCR_E_NOMEM, "cannot allocate a reader");

@@ -1,6 +1,7 @@
 /*
  * section.c - section headers (SPEC.md §4.2) and compressed sections (§4.4).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include "xxh.h"
 
@@ -44,7 +45,8 @@ int dcr__section_header_parse(const uint8_t *p, uint64_t offset, dcr__section *s
 }
 
 int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max, uint64_t budget,
-                         uint8_t **out, size_t *out_length, dcr_detail *d) {
+                         uint64_t reserve, const volatile int *cancel, uint8_t **out,
+                         size_t *out_length, dcr_detail *d) {
   *out = NULL;
   uint64_t size;
   size_t frame;
@@ -56,14 +58,17 @@ int dcr__section_inflate(const uint8_t *stored, size_t length, uint64_t max, uin
   /* Valid frames reach 32768 times their size (R-CMP-5): a 33 KB section may inflate
    * to 1 GiB. The budget is not a rule of the format but of this reader's memory,
    * so going over it is DCR_E_NOMEM, before anything is allocated. */
-  if (size > budget)
-    return dcr__fail(d, DCR_E_NOMEM, "the section inflates to %llu bytes, over the memory budget "
-                     "of %llu (dcr_limits.max_memory, dcr --memory)", (unsigned long long)size,
-                     (unsigned long long)budget);
+  if (size > budget || reserve > budget - size) {
+    char more[64] = "";
+    if (reserve) snprintf(more, sizeof more, " and parsing it needs %llu more", (unsigned long long)reserve);
+    return dcr__fail(d, DCR_E_NOMEM, "the section inflates to %llu bytes%s, over the memory "
+                     "budget of %llu (dcr_limits.max_memory, dcr --memory)", (unsigned long long)size,
+                     more, (unsigned long long)budget);
+  }
   uint8_t *buf = malloc(size ? (size_t)size : 1);
   ZSTD_DCtx *dctx = ZSTD_createDCtx();
   if (!buf || !dctx) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu bytes", (unsigned long long)size);
-  else rc = dcr__zframe_decompress(dctx, stored, frame, buf, (size_t)size, d);
+  else rc = dcr__zframe_inflate(dctx, stored, frame, buf, (size_t)size, cancel, d);
   ZSTD_freeDCtx(dctx);
   if (rc) {
     free(buf);

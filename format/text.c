@@ -8,29 +8,27 @@
 
 static const char hexdigits[] = "0123456789abcdef";
 
-int dcr__utf8_valid(const uint8_t *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      if (c == 0) return 0; /* names are C strings in every other language's API */
-      i++;
-      continue;
-    }
-    size_t len;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1Fu, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0Fu, min = 0x800;
-    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07u, min = 0x10000;
-    else return 0;
-    if (n - i < len) return 0;
-    for (size_t k = 1; k < len; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return 0;
-      cp = cp << 6 | (s[i + k] & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    i += len;
+size_t dcr__utf8_char(const uint8_t *s, size_t n) {
+  uint8_t c = s[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  uint32_t cp, min;
+  if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1Fu, min = 0x80;
+  else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0Fu, min = 0x800;
+  else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07u, min = 0x10000;
+  else return 0;
+  if (n < len) return 0;
+  for (size_t k = 1; k < len; k++) {
+    if ((s[k] & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (s[k] & 0x3Fu);
   }
+  return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
+}
+
+int dcr__utf8_valid(const uint8_t *s, size_t n) {
+  for (size_t i = 0, len; i < n; i += len)
+    /* no NUL: names are C strings in every other language's API */
+    if (!s[i] || !(len = dcr__utf8_char(s + i, n - i))) return 0;
   return 1;
 }
 

@@ -25,6 +25,7 @@ typedef struct {
   uint64_t window, content_size;
   uint32_t dictionary;
   int has_size;
+  size_t length; /* of the header itself: the first block starts there */
 } frame_header;
 
 static int read_header(const uint8_t *p, size_t available, frame_header *h) {
@@ -49,6 +50,7 @@ static int read_header(const uint8_t *p, size_t available, frame_header *h) {
   if (size_len == 2) h->content_size += 256;
   h->has_size = size_len != 0;
   if (single) h->window = h->content_size;
+  h->length = at + size_len;
   return 0;
 }
 
@@ -84,13 +86,88 @@ int dcr__zframe_check(const uint8_t *p, size_t available, uint64_t max_size, int
   return DCR_OK;
 }
 
-int dcr__zframe_decompress(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
-                           uint8_t *out, size_t content_size, dcr_detail *d) {
+/* Between two looks at a cancel flag, libzstd is given this many blocks: each
+ * regenerates at most 128 KiB, so at most 64 MiB of work. */
+#define BLOCKS_PER_STEP 512u
+
+/* Where the blocks that follow `at` (a block header) end after at most
+ * BLOCKS_PER_STEP of them; the last block takes the frame's checksum with it.
+ * The frame was checked whole (ZSTD_findFrameCompressedSize), so this only
+ * splits it. */
+static size_t step_end(const uint8_t *frame, size_t frame_length, size_t at) {
+  for (unsigned k = 0; k < BLOCKS_PER_STEP && frame_length - at >= 3; k++) {
+    uint32_t h = frame[at] | (uint32_t)frame[at + 1] << 8 | (uint32_t)frame[at + 2] << 16;
+    size_t stored = (h >> 1 & 3) == 1 ? 1 : h >> 3; /* an RLE block stores one byte */
+    if ((h & 1) || stored > frame_length - at - 3) return frame_length;
+    at += 3 + stored;
+  }
+  return at < frame_length ? at : frame_length;
+}
+
+static int failed(size_t got, dcr_detail *d) {
+  return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame: %s",
+                   ZSTD_isError(got) ? ZSTD_getErrorName(got) : "fewer bytes than declared");
+}
+
+/* The frame a step at a time into `out`, which libzstd takes as its window
+ * (ZSTD_d_stableOutBuffer, experimental parameter 2 of the stable enum): nothing
+ * is copied or allocated beyond one block of input. 1: the library does not
+ * have the parameter. */
+static int stepped(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length, uint8_t *out,
+                   size_t content_size, const volatile int *cancel, dcr_detail *d) {
+  frame_header h;
+  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+  if (read_header(frame, frame_length, &h) ||
+      ZSTD_isError(ZSTD_DCtx_setParameter(dctx, ZSTD_d_experimentalParam2, 1)))
+    return 1;
+  ZSTD_outBuffer o = {out, content_size, 0};
+  size_t left = 1;
+  int rc = DCR_OK;
+  for (size_t at = 0; !rc && at < frame_length;) {
+    ZSTD_inBuffer in = {frame, at ? step_end(frame, frame_length, at) : h.length, at};
+    left = ZSTD_decompressStream(dctx, &o, &in);
+    if (ZSTD_isError(left)) rc = failed(left, d);
+    else if (in.pos == at) rc = failed(0, d); /* no progress: cut short */
+    else if (cancel && *cancel) rc = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    at = in.pos;
+  }
+  if (!rc && (left || o.pos != content_size)) rc = failed(0, d);
+  /* the next frame starts afresh, and as a one-call decode if it is one */
+  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
+  return rc;
+}
+
+int dcr__zframe_inflate(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
+                        uint8_t *out, size_t content_size, const volatile int *cancel,
+                        dcr_detail *d) {
   /* Windows up to the content size are allowed (§4.4): past libzstd's default. */
   size_t rc = ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 31);
-  size_t got = ZSTD_isError(rc) ? rc : ZSTD_decompressDCtx(dctx, out, content_size, frame, frame_length);
-  if (ZSTD_isError(got) || got != content_size)
-    return dcr__fail(d, DCR_E_DECOMPRESS, "zstd frame: %s",
-                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "fewer bytes than declared");
-  return DCR_OK;
+  if (ZSTD_isError(rc)) return failed(rc, d);
+  /* stepped with or without a flag: libzstd names the same damage differently in
+   * one call and in steps, and every caller gives the same message for it */
+  int watched = stepped(dctx, frame, frame_length, out, content_size, cancel, d);
+  if (watched != 1) return watched;
+  size_t got = ZSTD_decompressDCtx(dctx, out, content_size, frame, frame_length);
+  return ZSTD_isError(got) || got != content_size ? failed(got, d) : DCR_OK;
+}
+
+int dcr__zframe_decompress(ZSTD_DCtx *dctx, const uint8_t *frame, size_t frame_length,
+                           uint8_t *out, size_t content_size, dcr_detail *d) {
+  return dcr__zframe_inflate(dctx, frame, frame_length, out, content_size, NULL, d);
+}
+
+int dcr__zframe_head(const uint8_t *frame, size_t frame_length, uint8_t *out, size_t n) {
+  ZSTD_DCtx *dctx = ZSTD_createDCtx();
+  ZSTD_outBuffer o = {out, n, 0};
+  ZSTD_inBuffer in = {frame, frame_length, 0};
+  size_t rc = dctx ? ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 31) : 0;
+  /* buffered: libzstd decodes a block or two of it, into a window it allocates
+   * but touches no further */
+  while (dctx && !ZSTD_isError(rc) && o.pos < n) {
+    size_t before = o.pos + in.pos;
+    rc = ZSTD_decompressStream(dctx, &o, &in);
+    if (o.pos + in.pos == before) break;
+  }
+  ZSTD_freeDCtx(dctx);
+  return dctx && !ZSTD_isError(rc) && o.pos == n ? 0 : -1;
 }

@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 2: {
       uint8_t *inflated = NULL;
       size_t length = 0;
-      if (dcr__section_inflate(p, n, lim.max_section_size, lim.max_memory, &inflated, &length, NULL) == DCR_OK) {
+      if (dcr__section_inflate(p, n, lim.max_section_size, lim.max_memory, 0, NULL, &inflated, &length, NULL) == DCR_OK) {
         FUZZ_ASSERT(length <= lim.max_section_size);
         check_manifest(inflated, length, &lim);
       }

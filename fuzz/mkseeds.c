@@ -62,7 +62,7 @@ static void cut(const char *name, const fuzz_buf *b, int for_apply, int for_inde
     if (mode == 2) { /* the inflated manifest too */
       uint8_t *raw;
       size_t len;
-      FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, UINT64_MAX, &raw,
+      FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, UINT64_MAX, 0, NULL, &raw,
                                        &len, NULL) == DCR_OK);
       m.n = 0;
       mode = 1;
@@ -325,7 +325,7 @@ static void bundle_parts(const char *name, const fuzz_buf *b, fuzz_buf *mani, fu
     }
     uint8_t *raw;
     size_t len;
-    FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, UINT64_MAX, &raw,
+    FUZZ_ASSERT(dcr__section_inflate(payload(r, b->p, i), (size_t)s->length, 1u << 30, UINT64_MAX, 0, NULL, &raw,
                                      &len, NULL) == DCR_OK);
     fuzz_put(mani, raw, len);
     free(raw);

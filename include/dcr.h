@@ -136,7 +136,12 @@ typedef struct {
    * fit it. 0 means the default. Headers of many tensors are read tensor by
    * tensor, so the 2^20 tensors max_tensors allows fit the default. */
   uint64_t max_memory;
-  uint64_t reserved_[7]; /* zero: see "Growing structs" above */
+  /* Optional: a non-zero *cancel stops the long work of reading (a section
+   * inflating as a bundle opens, a chunk decoding) with DCR_E_INTERRUPTED, within
+   * 64 MiB of work; a reader opened with it keeps it for dcr_reader_verify (as
+   * dcr_reader_set_cancel, which replaces it). */
+  const volatile int *cancel;
+  uint64_t reserved_[6]; /* zero: see "Growing structs" above */
 } dcr_limits;
 
 DCR_API void dcr_limits_default(dcr_limits *limits);

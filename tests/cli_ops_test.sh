@@ -208,6 +208,22 @@ t_escaped_names() {
 }
 tcase "control characters in names are escaped in human output" t_escaped_names
 
+# Bytes that are no UTF-8 character are escaped as control characters are (issue 32):
+# a tensor name in a bundle that breaks R-NAM, a set member's file name.
+t_escaped_not_utf8() {
+  run validate "$HERE/../testvectors/v1/invalid/name-truncated-utf8.dcr"
+  want_rc 1 "a name cut inside a character"
+  ! LC_ALL=C grep -q $'[\x80-\xff]' e || fail "bytes that are not UTF-8 reached the terminal: $(shown e)"
+  has 'tensor "c\\xe2\\x82")' e "the name, escaped"
+  mkdir -p badset && printf 'x' >"badset/$(printf 'm\xff\xc3(.bin')" || { fail "setup"; return; }
+  run id badset
+  want_rc 1 "a member whose file name is not UTF-8"
+  ! LC_ALL=C grep -q $'[\x80-\xff]' e || fail "bytes that are not UTF-8 reached the terminal: $(shown e)"
+  has 'badset/m\\xff\\xc3(\.bin' e "the file name, escaped"
+  rm -rf badset
+}
+tcase "bytes that are not UTF-8 in names are escaped in human output" t_escaped_not_utf8
+
 t_interrupts() {
   "$DCR" synth big1 big2 --size 1G -q &
   local p=$!

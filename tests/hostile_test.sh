@@ -6,16 +6,26 @@
 #
 #   mani-bomb     a 33 KB bundle whose MANI frame declares 1.25 GiB: exit 3
 #                 (DCR_E_NOMEM, not a verdict) before allocating
+#   mani-entries  frames of exactly the budget (1 GiB; 256 MiB at --memory 256M)
+#                 whose fixed fields declare an entry, so that parsing them needs
+#                 as much again: exit 3 before the rest is inflated (issue 32)
 #   json-array    a manifest whose target header is 90 MB of [{},{},...]: exit 1
 #                 (DCR_E_CHECKPOINT, the root is not an object), before parsing
 #   json-nested   39 MB of {"a":[{},{},...]} (3 GiB as a document): exit 3
 #   json-shape    a shape of 49.5 million 1s (2.3 GiB as a document): exit 3
 #   sparse        valid: one 256 MiB U8 chunk, sparse with every element changed
 #                 (count = n); validate and apply, peak ~1.2x the chunk
-#   sparse-8      valid: eight such chunks, validated on the default threads
+#   sparse-8      valid: eight such chunks, validated on the default threads;
+#                 under --memory 64M one chunk's decode does not fit: exit 3
+#   chunk-1g      valid, 37 KB: one 1 GiB chunk (sparse, every element changed;
+#                 and dense): at --memory 256M validate and apply (right and wrong
+#                 base) exit 3 before decoding (issue 32: 1.2 GiB to validate, 3.6
+#                 GiB and 69 s to apply); a decode, an inflate or an apply of
+#                 1 GiB under a large budget ends within a second of SIGINT
 #   tensors-1m    valid: a checkpoint of 1,048,576 tensors (79 MB header): dcr id
 #                 within the default budget; over a 64 MiB one, exit 3
-# HOSTILE_LARGE=1 uses 1 GiB chunks (the issue's sizes; ~1 min, 2.5 GiB of disk).
+# HOSTILE_LARGE=1 uses 1 GiB chunks for sparse and sparse-8 (the issue's sizes; ~1
+# min, 2.5 GiB of disk). chunk-1g's bases are sparse files: no disk.
 DCR=${1:?usage: hostile_test.sh DCR}
 DCR=$(cd "$(dirname "$DCR")" && pwd)/$(basename "$DCR")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,6 +90,12 @@ LOG2=28
 CHUNK_MIB=$(( (1 << LOG2) >> 20 ))
 
 ./mkhostile mani-bomb mani.dcr 1280 || exit 3
+./mkhostile mani-bomb mani1g.dcr 1024 || exit 3
+./mkhostile mani-entries entries1g.dcr 1024 || exit 3
+./mkhostile mani-entries entries256.dcr 256 || exit 3
+./mkhostile chunks sparse1g.dcr base1g.raw sparse 30 1 || exit 3
+./mkhostile chunks dense1g.dcr base1gd.raw dense 30 1 || exit 3
+cp --sparse=always base1g.raw wrong1g.raw && printf '\7' | dd of=wrong1g.raw bs=1 seek=5000 conv=notrunc status=none || exit 3
 ./mkhostile json array.dcr array 30000000 || exit 3
 ./mkhostile json nested.dcr nested 13631488 || exit 3
 ./mkhostile json shape.dcr shape 49500000 || exit 3
@@ -95,6 +111,8 @@ for cmd in validate inspect; do
 done
 expect "mani-bomb apply" 3 64 10 apply base.raw mani.dcr -o out.raw
 expect "mani-bomb under --memory 64M" 3 64 10 validate --memory 64M mani.dcr
+expect "mani-entries at the budget (1 GiB)" 3 64 5 validate entries1g.dcr
+expect "mani-entries at the budget (256 MiB)" 3 64 5 validate --memory 256M entries256.dcr
 expect "json-nested apply" 3 128 20 apply base.raw nested.dcr -o out.raw
 
 # Valid bundles: the chunk decoder holds the values' planes (n bytes), the position
@@ -104,7 +122,47 @@ expect "sparse apply" 0 $((CHUNK_MIB * 4 + 64)) 240 apply base.raw sparse.dcr -o
 rm -f out.raw
 # eight chunks, default threads: at most two threads' decoders under the 1 GiB budget
 expect "sparse-8 validate" 0 $((CHUNK_MIB * 3 + 128)) 300 validate sparse8.dcr
-expect "sparse-8 validate --memory 64M" 0 $((CHUNK_MIB * 3 / 2 + 64)) 300 validate --memory 64M sparse8.dcr
+expect "sparse-8 validate --memory 64M: a chunk does not fit" 3 64 10 validate --memory 64M sparse8.dcr
+
+# One 1 GiB chunk: what decoding it needs is known from the record and the manifest
+# before a byte of it is decoded or read.
+for b in sparse1g dense1g; do
+  expect "chunk-1g $b validate --memory 256M" 3 64 5 validate --memory 256M $b.dcr
+done
+expect "chunk-1g apply --memory 256M" 3 64 5 apply --memory 256M base1g.raw sparse1g.dcr -o out.raw -f
+expect "chunk-1g apply, wrong base, --memory 256M" 3 64 5 apply --memory 256M wrong1g.raw sparse1g.dcr -o out.raw -f
+
+# interrupt DELAY MAX ARGS: SIGINT DELAY s into dcr ARGS ends it (exit 130) within MAX s.
+interrupt() {
+  local delay=$1 max=$2
+  shift 2
+  if [ -n "${SANITIZE:-}" ]; then max=$((max * 4)); fi
+  read -r RC took < <(python3 - "$delay" "$DCR" "$@" <<'EOF'
+import signal, subprocess, sys, time
+p = subprocess.Popen(sys.argv[2:], stdout=open("o", "wb"), stderr=open("e", "wb"))
+time.sleep(float(sys.argv[1]))
+t = time.monotonic()
+p.send_signal(signal.SIGINT)
+try:
+    rc = p.wait(timeout=60)
+except subprocess.TimeoutExpired:
+    p.kill(), p.wait()
+    rc = 124
+print(rc, "%.2f" % (time.monotonic() - t))
+EOF
+)
+  echo "# dcr $* -> exit $RC, $took s after SIGINT (bound $max)"
+  want_rc 130 "$*"
+  python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' "$took" "$max" ||
+    fail "took $took s to end after SIGINT"
+}
+# a 1 GiB chunk takes seconds to decode, a 1 GiB frame to inflate (as the bundle opens)
+tcase "SIGINT during a 1 GiB chunk decode" interrupt 1 1 validate --memory 2G sparse1g.dcr
+tcase "SIGINT during a 1 GiB MANI inflate" interrupt 0.3 1 validate --memory 2G mani1g.dcr
+# (64 MiB of a sparse file are read between two looks: 0.8 s on a slow, shared VM)
+tcase "SIGINT while a 1 GiB chunk is read, hashed, decoded" interrupt 1 2 apply --memory 4G base1g.raw \
+  sparse1g.dcr -o out.raw -f
+rm -f out.raw
 
 # 1,048,576 tensors: the header is read member by member (1.2 GiB as a document).
 python3 - <<'EOF' || exit 3

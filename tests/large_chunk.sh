@@ -30,8 +30,13 @@ check "encode --raw --chunk-size 1G" "$DCR" encode -q --raw --chunk-size 1G --le
   "$W/target" -o "$W/b.dcr"
 size=$(stat -c %s "$W/b.dcr" 2>/dev/null || echo 0)
 check "the CHNK payload is over 2^30 bytes (bundle of $size bytes)" test "$size" -gt $((1073741824 + 32))
-check "validate (default limits)" "$DCR" validate -q "$W/b.dcr"
-check "apply" "$DCR" apply -q "$W/base" "$W/b.dcr" -o "$W/out"
+# The format's default limits; a memory budget that one chunk's work fits (its
+# payload, and to apply it the chunk's input and output: ~3 GiB). The default
+# budget of 1 GiB refuses it up front (DCR_E_NOMEM, exit 3: not a verdict).
+check "validate under the default budget: exit 3 before decoding" test "$("$DCR" validate -q \
+  "$W/b.dcr" 2>/dev/null; echo $?)" = 3
+check "validate (default limits, --memory 4G)" "$DCR" validate -q --memory 4G "$W/b.dcr"
+check "apply (--memory 4G)" "$DCR" apply -q --memory 4G "$W/base" "$W/b.dcr" -o "$W/out"
 check "the output is the target" cmp -s "$W/out" "$W/target"
 echo "large chunk: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -507,7 +507,7 @@ static int inflate(const uint8_t *p, size_t n, uint64_t max, size_t *out_length)
   uint8_t *out = (uint8_t *)p; /* must be reset to NULL on failure */
   dcr_detail d;
   dcr__detail_init(&d);
-  int rc = dcr__section_inflate(p, n, max, UINT64_MAX, &out, out_length, &d);
+  int rc = dcr__section_inflate(p, n, max, UINT64_MAX, 0, NULL, &out, out_length, &d);
   if (rc) {
     assert_int_equal(d.code, rc);
     assert_null(out);
@@ -549,6 +549,74 @@ static void test_cmp1_section_inflate(void **state) {
   ZSTD_freeCCtx(cc);
   assert_int_equal(ZSTD_getFrameContentSize(frame, o.pos), ZSTD_CONTENTSIZE_UNKNOWN);
   assert_int_equal(inflate(frame, o.pos, 1 << 30, &n), DCR_E_DECOMPRESS);
+}
+
+/* A frame inflated a few blocks at a time, looking at a cancel flag (issue 32):
+ * the same bytes as in one call, over several steps of 512 blocks and every kind
+ * of block; a set flag stops it; damage is found the same way; the first bytes
+ * can be had alone. */
+static void test_cmp_inflate_watched(void **state) {
+  (void)state;
+  size_t size = (size_t)80 << 20, cap = ZSTD_compressBound(size);
+  uint8_t *content = malloc(size), *frame = malloc(cap), *out = malloc(size);
+  assert_true(content && frame && out);
+  uint32_t x = 1;
+  for (size_t i = 0; i < size; i++) { /* runs of a byte (RLE blocks), noise (raw), text */
+    size_t block = i >> 17;
+    x = x * 1103515245u + 12345u;
+    content[i] = block % 3 == 0 ? 7 : block % 3 == 1 ? (uint8_t)(x >> 24) : (uint8_t)(i % 61);
+  }
+  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+  size_t z = ZSTD_compress2(cc, frame, cap, content, size);
+  ZSTD_freeCCtx(cc);
+  assert_false(ZSTD_isError(z));
+  ZSTD_DCtx *dctx = ZSTD_createDCtx();
+  volatile int stop = 0;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  assert_int_equal(dcr__zframe_inflate(dctx, frame, z, out, size, &stop, &d), DCR_OK);
+  assert_memory_equal(out, content, size);
+  /* the context is left for the next frame, in one call or stepped */
+  memset(out, 0, size);
+  assert_int_equal(dcr__zframe_decompress(dctx, frame, z, out, size, &d), DCR_OK);
+  assert_memory_equal(out, content, size);
+  stop = 1;
+  assert_int_equal(dcr__zframe_inflate(dctx, frame, z, out, size, &stop, &d), DCR_E_INTERRUPTED);
+  stop = 0;
+  dcr__detail_init(&d);
+  frame[z / 2] ^= 0x40; /* caught by a block or by the checksum */
+  assert_int_equal(dcr__zframe_inflate(dctx, frame, z, out, size, &stop, &d), DCR_E_DECOMPRESS);
+  frame[z / 2] ^= 0x40;
+  dcr__detail_init(&d);
+  assert_int_equal(dcr__zframe_inflate(dctx, frame, z, out, size - 1, &stop, &d), DCR_E_DECOMPRESS);
+  dcr__detail_init(&d);
+  assert_int_equal(dcr__zframe_inflate(dctx, frame, z, out, size, &stop, &d), DCR_OK);
+  uint8_t head[DCR__MANIFEST_HEAD];
+  assert_int_equal(dcr__zframe_head(frame, z, head, sizeof head), 0);
+  assert_memory_equal(head, content, sizeof head);
+  assert_int_equal(dcr__zframe_head(content, 100, head, sizeof head), -1);
+  ZSTD_freeDCtx(dctx);
+  free(content), free(frame), free(out);
+}
+
+/* What a manifest's parse needs, from its fixed fields alone: in proportion to the
+ * bytes after the prefix; nothing where the fields fail first. */
+static void test_manifest_need(void **state) {
+  (void)state;
+  dcr_limits lim;
+  dcr_limits_default(&lim);
+  uint8_t head[DCR__MANIFEST_HEAD] = {1, 0, 0, 0, 0, 0x10, 0, 0}; /* one entry, 4096 */
+  uint64_t need = dcr__manifest_need(head, (uint64_t)1 << 20, &lim, DCR_FORMAT_MINOR);
+  assert_true(need >= ((uint64_t)1 << 20) - DCR__MANIFEST_HEAD);
+  head[16] = 0x00, head[18] = 0x08; /* a prefix of 512 KiB: half as much */
+  uint64_t less = dcr__manifest_need(head, (uint64_t)1 << 20, &lim, DCR_FORMAT_MINOR);
+  assert_true(less < need && less >= ((uint64_t)1 << 19) - DCR__MANIFEST_HEAD);
+  head[5] = 0x11; /* chunk size not a power of two */
+  assert_int_equal(dcr__manifest_need(head, (uint64_t)1 << 20, &lim, DCR_FORMAT_MINOR), 0);
+  head[5] = 0x10, head[18] = 0x20; /* a prefix longer than the manifest */
+  assert_int_equal(dcr__manifest_need(head, (uint64_t)1 << 20, &lim, DCR_FORMAT_MINOR), 0);
+  assert_int_equal(dcr__manifest_need(head, 31, &lim, DCR_FORMAT_MINOR), 0);
 }
 
 /* A frame written byte by byte (RFC 8878): magic, frame header descriptor, the
@@ -2741,6 +2809,8 @@ int main(void) {
       cmocka_unit_test(test_sec2_flipped_bit_is_rejected),
       cmocka_unit_test(test_res1_section_reserved_flag_or_byte_is_rejected),
       cmocka_unit_test(test_cmp1_section_inflate),
+      cmocka_unit_test(test_cmp_inflate_watched),
+      cmocka_unit_test(test_manifest_need),
       cmocka_unit_test(test_cmp4_zstd_profile),
       cmocka_unit_test(test_man_raw_round_trip),
       cmocka_unit_test(test_man_safetensors_round_trip),

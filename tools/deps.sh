@@ -26,6 +26,7 @@ command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-chec
 command -v zstd >/dev/null 2>&1 || need="$need zstd"   # tools/spec_example.py decompresses frames
 command -v groff >/dev/null 2>&1 || need="$need groff-base"   # tests/readme_test.sh renders doc/dcr.1
 command -v readelf >/dev/null 2>&1 || need="$need binutils"   # tests/abi_test.sh: nm, readelf
+command -v valgrind >/dev/null 2>&1 || need="$need valgrind"   # tests/valgrind_test.sh
 # tests/http_test.sh: an origin and caching relays (proxy_cache, slice)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need="$need nginx"
 for pair in libzstd:libzstd-dev libxxhash:libxxhash-dev jansson:libjansson-dev cmocka:libcmocka-dev \

@@ -71,7 +71,8 @@ class Limits(Structure):
         ("max_file_size", c_uint64),
         ("max_bundle_size", c_uint64),
         ("max_memory", c_uint64),
-        ("reserved_", c_uint64 * 7),
+        ("cancel", c_void_p),
+        ("reserved_", c_uint64 * 6),
     ]
 
 

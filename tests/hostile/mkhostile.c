@@ -6,6 +6,8 @@
  * serializer and identity code).
  *
  *   mkhostile mani-bomb OUT MIB          MANI frame inflating to MIB MiB of zeros
+ *   mkhostile mani-entries OUT MIB       the same whose fixed fields are valid and
+ *                                        declare one raw entry: its parse needs ~MIB
  *   mkhostile json OUT KIND COUNT        a safetensors manifest whose header is
  *                                        KIND = array:  [{},{},...]      (COUNT items)
  *                                               nested: {"a":[{},{},...]}
@@ -50,10 +52,13 @@ static void put(buf *b, const void *p, size_t n) {
   b->n += n;
 }
 
-/* One zstd frame of `size` bytes of `fill`, compressed a MiB at a time. */
-static void fill_frame(buf *out, uint8_t fill, uint64_t size, int level) {
+/* One zstd frame of `size` bytes: `head` (head_n bytes), then bytes of `fill`,
+ * compressed a MiB at a time. */
+static void head_frame(buf *out, const uint8_t *head, size_t head_n, uint8_t fill, uint64_t size,
+                       int level) {
   static uint8_t block[1 << 20];
   memset(block, fill, sizeof block);
+  if (head_n) memcpy(block, head, head_n);
   ZSTD_CCtx *c = ZSTD_createCCtx();
   ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setPledgedSrcSize(c, size);
@@ -71,8 +76,13 @@ static void fill_frame(buf *out, uint8_t fill, uint64_t size, int level) {
       put(out, tmp, o.pos);
     } while (end == ZSTD_e_end ? left != 0 : in.pos < in.size);
     if (end == ZSTD_e_end) break;
+    memset(block, fill, head_n);
   }
   ZSTD_freeCCtx(c);
+}
+
+static void fill_frame(buf *out, uint8_t fill, uint64_t size, int level) {
+  head_frame(out, NULL, 0, fill, size, level);
 }
 
 static FILE *create(const char *path) {
@@ -86,10 +96,13 @@ static void finish(FILE *f) {
 }
 
 /* A bundle header and a MANI section holding `frame`, nothing after: a reader fails
- * at the manifest whatever follows. */
-static void mani_bomb(const char *path, uint64_t mib) {
+ * at the manifest whatever follows. With `entries`, the manifest's fixed fields
+ * (SPEC.md §6.2) declare one entry of a raw checkpoint in chunks of 4096 bytes:
+ * what its parse allocates is in proportion to the bytes after them. */
+static void mani_bomb(const char *path, uint64_t mib, int entries) {
+  uint8_t head[32] = {1, 0, 0, 0, 0, 0x10, 0, 0}; /* entry_count 1, chunk_size 4096 */
   buf frame = {0};
-  fill_frame(&frame, 0, mib << 20, 19);
+  head_frame(&frame, head, entries ? sizeof head : 0, 0, mib << 20, 19);
   dcr__writer w = {.write = to_file, .opaque = create(path)};
   uint8_t h[DCR__SECTION_HEADER_SIZE], pad[64] = {0};
   dcr__section s = {.type = DCR__SEC_MANI, .flags = DCR__FLAG_CRITICAL, .compression = 1,
@@ -225,7 +238,9 @@ static void chunks_bundle(const char *path, const char *base_path, const char *e
 }
 
 int main(int argc, char **argv) {
-  if (argc == 4 && !strcmp(argv[1], "mani-bomb")) mani_bomb(argv[2], strtoull(argv[3], NULL, 10));
+  if (argc == 4 && !strcmp(argv[1], "mani-bomb")) mani_bomb(argv[2], strtoull(argv[3], NULL, 10), 0);
+  else if (argc == 4 && !strcmp(argv[1], "mani-entries"))
+    mani_bomb(argv[2], strtoull(argv[3], NULL, 10), 1);
   else if (argc == 5 && !strcmp(argv[1], "json"))
     json_bundle(argv[2], argv[3], strtoull(argv[4], NULL, 10));
   else if (argc == 7 && !strcmp(argv[1], "chunks"))
