@@ -66,9 +66,10 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
   "                     sent only to the URL's origin (scheme, host, port)\n"     \
   "      --header-follow  send them to the origin a redirect names too\n"         \
   "      --http-retries N  attempts after the first per request (default 5)\n"     \
-  "      --http-timeout S  retry a transfer that receives nothing for S seconds,\n" \
-  "                     or less than --http-low-speed bytes a second (default 30)\n" \
-  "      --http-low-speed B  bytes a second, see --http-timeout (K/M; default 1K)\n" \
+  "      --http-timeout S  retry a transfer that receives nothing for S seconds\n" \
+  "                     (default 30)\n"                                           \
+  "      --http-low-speed B  retry a transfer under B bytes a second over 5 s (or\n" \
+  "                     --http-timeout if shorter), once (K/M; default 1K)\n"     \
   "      --http-deadline S  give up what is not fetched S seconds after the\n"     \
   "                     start (default: no deadline)\n"                            \
   "      --cacert FILE  PEM CA certificates for HTTPS (default: the system's)\n"

@@ -978,8 +978,9 @@ typedef struct {
   size_t header_count;
   unsigned retries;     /* attempts after the first, per request; default 5 */
   unsigned timeout_s;   /* a transfer that receives nothing this long, or less than
-                           low_speed bytes a second over this long, is retried;
-                           default 30 (connecting: 10 at most) */
+                           low_speed bytes a second over 5 s (or this, if
+                           shorter), is retried, but not twice in a row without
+                           progress; default 30 (connecting: 10 at most) */
   unsigned inflight;    /* requests in flight; default 4 */
   const char *ca_file;  /* PEM CA certificates for HTTPS; NULL: the system's store */
   /* 0 (default): the random-access profile (SPEC.md §21). 1: every section is read

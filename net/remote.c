@@ -42,7 +42,8 @@
 #define SPAN_BYTES (4u << 20)    /* the largest request: several spans fly at once */
 #define MERGE_GAP (64u << 10)    /* planned ranges closer than this are asked as one */
 #define MAX_REDIRECTS 8
-#define LOW_SPEED 1024u          /* bytes a second, over timeout_s, by default */
+#define LOW_SPEED 1024u          /* bytes a second, by default, over: */
+#define LOW_SPEED_WINDOW 5u      /* seconds (or timeout_s if shorter) */
 #define ORIGIN_MAX 320           /* "scheme://host:port" */
 
 typedef struct dcr__remote dcr__remote;
@@ -67,7 +68,9 @@ typedef struct {
   curl_off_t window_bytes;     /* body bytes when the low-speed window started */
   struct timespec window_start;
   int stalled;                 /* stopped: nothing arrived for timeout_s */
-  int slow;                    /* stopped: under low_speed over timeout_s */
+  int slow;                    /* stopped: under low_speed over its window */
+  unsigned slow_stops;         /* slow or stalled attempts since this request last
+                                  made a window's worth of progress */
   char error[CURL_ERROR_SIZE];
   dcr__response resp;
 } xfer;
@@ -319,24 +322,29 @@ static long ms_since(struct timespec t) {
 
 /* A transfer is stopped, and asked again, when it receives nothing for
  * timeout_s (a stall after a burst is seen timeout_s after the last byte), or
- * less than low_speed bytes a second in a window of timeout_s, or, near its end,
- * not the rest of its body (a trickle). libcurl's own LOW_SPEED options would do
- * the second alone and notice a stall later. */
+ * less than low_speed bytes a second in a window of LOW_SPEED_WINDOW seconds (or
+ * timeout_s if shorter), or, near its end, not the rest of its body (a trickle).
+ * A link that slow moves a bundle no faster than a retry would, and an origin
+ * that trickles must not hold a worker for minutes: a second slow stop in a row
+ * ends the request (see done). libcurl's own LOW_SPEED options would do the
+ * second alone and notice a stall later. */
 static int on_progress(void *opaque, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow) {
   (void)ultotal, (void)ulnow;
   xfer *x = opaque;
-  long window = 1000L * x->rm->timeout_s;
+  unsigned seconds = x->rm->timeout_s < LOW_SPEED_WINDOW ? x->rm->timeout_s : LOW_SPEED_WINDOW;
+  long window = 1000L * seconds;
   if (dlnow != x->seen) {
     x->seen = dlnow;
     clock_gettime(CLOCK_MONOTONIC, &x->last_byte);
-  } else if (ms_since(x->last_byte) >= window) {
+  } else if (ms_since(x->last_byte) >= 1000L * x->rm->timeout_s) {
     return x->stalled = 1;
   }
   if (ms_since(x->window_start) < window) return 0;
-  curl_off_t need = (curl_off_t)x->rm->low_speed * x->rm->timeout_s;
+  curl_off_t need = (curl_off_t)x->rm->low_speed * seconds;
   if (dltotal > 0 && dltotal - x->window_bytes < need) need = dltotal - x->window_bytes;
   if (dlnow - x->window_bytes < need) return x->slow = 1;
+  x->slow_stops = 0; /* progress: a later stall is a fault to retry, not a slow origin */
   x->window_bytes = dlnow;
   clock_gettime(CLOCK_MONOTONIC, &x->window_start);
   return 0;
@@ -522,17 +530,20 @@ static void finish(dcr__remote *rm, xfer *x, CURLcode result) {
       dcr__fail(&x->detail, DCR_E_FETCH, "nothing received for %u s", rm->timeout_s);
     else if (x->slow)
       dcr__fail(&x->detail, DCR_E_FETCH, "less than %u bytes a second for %u s", rm->low_speed,
-                rm->timeout_s);
+                rm->timeout_s < LOW_SPEED_WINDOW ? rm->timeout_s : LOW_SPEED_WINDOW);
     else
       dcr__fail(&x->detail, DCR_E_FETCH, "%s", result == CURLE_OK ? "the response ended early"
                 : !x->error[0] || strstr(x->error, "://") ? curl_easy_strerror(result) : x->error);
   }
   /* a retry verdict stopped its body on purpose, whatever curl says of that */
   int again = x->verdict == DCR__RESP_RETRY || transient(result);
-  if (!again || x->attempts++ >= rm->retries) {
+  int twice = (x->slow || x->stalled) && x->slow_stops++;
+  if (twice || !again || x->attempts++ >= rm->retries) {
     dcr_detail d = x->detail;
     size_t n = strlen(d.message);
-    if (again)
+    if (twice)
+      snprintf(d.message + n, sizeof d.message - n, ", twice in a row: the origin is too slow");
+    else if (again)
       snprintf(d.message + n, sizeof d.message - n, " (after %u attempt%s)", x->attempts,
                x->attempts == 1 ? "" : "s");
     fail(rm, DCR_E_FETCH, &d);
@@ -587,7 +598,7 @@ static void *fetcher(void *opaque) {
       } else {
         x->offset = r.offset, x->length = r.length;
       }
-      x->busy = 1, x->attempts = 0, x->received = 0, busy++;
+      x->busy = 1, x->attempts = 0, x->slow_stops = 0, x->received = 0, busy++;
       if (start(rm, x)) {
         dcr_detail d;
         dcr__detail_init(&d);

@@ -374,6 +374,11 @@ t_trickle() {
   fetch_err DCR_E_FETCH "a byte a second"; has e "bytes a second" "the low-speed limit named"
   note "a byte a second, --http-timeout 2 --http-retries 1: DCR_E_FETCH after $MS ms"
   [ "$MS" -lt 12000 ] || fail "a byte a second: took $MS ms with --http-timeout 2, 2 attempts"
+  # with the default options, as a worker runs: two slow windows, then given up
+  run_in 30 inspect "$F/trickle/1/step.dcr?case=trickle-default" --memory 256M
+  fetch_err DCR_E_FETCH "a byte a second, default options"; has e "too slow" "default options: why"
+  note "a byte a second, default options: DCR_E_FETCH after $MS ms"
+  [ "$MS" -lt 15000 ] || fail "a byte a second: took $MS ms with the default options"
   run_in 60 inspect "$F/trickle/65536/step.dcr?case=slow-link" --http-timeout 2
   want_rc 0 "64 KiB a second, --http-timeout 2"
   note "64 KiB a second: inspect in $MS ms"
