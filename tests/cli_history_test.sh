@@ -363,7 +363,7 @@ t_budget() {
   local i
   for i in 1 2; do
     "$DCR" encode -q "big/step-000$((i - 1)).safetensors" "big/step-000$i.safetensors" -o "big$i.dcr" \
-      --chunk-size 1M || { fail "encode"; return; }
+      --chunk-size 256K || { fail "encode"; return; }
   done
   run history create big.tar --keyframe big/step-0000.safetensors big1.dcr big2.dcr -q
   want_rc 0 "create" || return
