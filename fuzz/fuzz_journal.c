@@ -48,6 +48,7 @@
 
 #define FUZZ_MAX_INPUT (1u << 18)
 #define FUZZ_CKPT_MAX (1u << 16)
+#define FUZZ_BUDGET (64u << 20) /* the memory budget of fuzz_limits() */
 /* The checkpoint's bytes; fuzz/mkseeds.c makes the seed journals against them. */
 #define FUZZ_CKPT_SEED 21
 static inline uint8_t fuzz_ckpt_byte(uint64_t i) { return fuzz_pattern(FUZZ_CKPT_SEED, i); }
@@ -198,7 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (committed) {
     /* check_only: reads, checks, never writes */
     dcr__detail_init(&d);
-    rc_check = dcr__journal_replay(&j, jfd, cfd, 1, NULL, 1, &written, &d);
+    rc_check = dcr__journal_replay(&j, jfd, cfd, 1, FUZZ_BUDGET, NULL, 1, &written, &d);
     FUZZ_DEBUG("check: %s %s\n", dcr_error_name(rc_check), rc_check ? d.message : "");
     if (rc_check) FUZZ_ASSERT(allowed(rc_check) && d.code == rc_check);
     if (j.file_size != ckpt) FUZZ_ASSERT(rc_check == DCR_E_JOURNAL);
@@ -213,7 +214,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (committed && (rc_check == DCR_OK || write_anyway)) {
     written = 0;
     dcr__detail_init(&d);
-    rc_write = dcr__journal_replay(&j, jfd, cfd, 1, NULL, 0, &written, &d);
+    rc_write = dcr__journal_replay(&j, jfd, cfd, 1, FUZZ_BUDGET, NULL, 0, &written, &d);
     FUZZ_DEBUG("replay: %s %s, %llu bytes\n", dcr_error_name(rc_write), rc_write ? d.message : "",
                (unsigned long long)written);
     FUZZ_ASSERT(rc_write == rc_check || rc_write == DCR_E_NOMEM || rc_check == DCR_E_NOMEM);
@@ -241,7 +242,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       /* idempotent: a crash during a replay is finished by replaying again */
       uint64_t written2 = 0;
       dcr__detail_init(&d);
-      int rc2 = dcr__journal_replay(&j, jfd, cfd, 1, NULL, 0, &written2, &d);
+      int rc2 = dcr__journal_replay(&j, jfd, cfd, 1, FUZZ_BUDGET, NULL, 0, &written2, &d);
       FUZZ_DEBUG("again: %s %s\n", dcr_error_name(rc2), rc2 ? d.message : "");
       FUZZ_ASSERT(rc2 == DCR_OK || rc2 == DCR_E_NOMEM);
       snapshot(again, ckpt);
@@ -257,7 +258,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fill(cfd, before, ckpt);
     int outcome = -1;
     dcr__detail_init(&d);
-    dcr__recovery how = {.threads = 1};
+    dcr_limits lim;
+    fuzz_limits(&lim);
+    dcr__recovery how = {.threads = 1, .lim = &lim};
     int rc = dcr__journal_recover(path, cfd, &how, &outcome, &d);
     FUZZ_DEBUG("recover: %s %s outcome %d\n", dcr_error_name(rc), rc ? d.message : "", outcome);
     /* The checkpoint is no safetensors file, so nothing proves it whole (R-JNL-4):

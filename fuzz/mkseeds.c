@@ -218,7 +218,7 @@ static void journal_bytes(const uint8_t *before, const uint8_t *after, const jre
   if (commit) {
     uint8_t got[JOURNAL_CKPT];
     FUZZ_ASSERT(dcr__pwrite_full(ckpt, before, JOURNAL_CKPT, 0, &d) == DCR_OK);
-    FUZZ_ASSERT(dcr__journal_replay(&j, fd, ckpt, 1, NULL, 0, NULL, &d) == DCR_OK);
+    FUZZ_ASSERT(dcr__journal_replay(&j, fd, ckpt, 1, UINT64_MAX, NULL, 0, NULL, &d) == DCR_OK);
     FUZZ_ASSERT(dcr__pread_full(ckpt, got, JOURNAL_CKPT, 0, &d) == DCR_OK);
     FUZZ_ASSERT(!memcmp(got, after, JOURNAL_CKPT));
   }

@@ -166,8 +166,8 @@ static int commit_and_replay(inplace *ip, dcr_detail *d) {
   if (jfd < 0) return dcr__fail(d, DCR_E_IO, "cannot reopen the journal: %s", strerror(errno));
   rc = dcr__journal_read(jfd, &j, d);
   if (!rc && !j.committed) rc = dcr__fail(d, DCR_E_IO, "the journal reads back uncommitted");
-  if (!rc) rc = dcr__journal_replay(&j, jfd, ip->fd, p->threads, p->faults, 0,
-                                    &p->stats.bytes_written, d);
+  if (!rc) rc = dcr__journal_replay(&j, jfd, ip->fd, p->threads, p->r->lim.max_memory, p->faults,
+                                    0, &p->stats.bytes_written, d);
   if (rc) dcr__detail_file(d, rc == DCR_E_JOURNAL ? ip->journal : ip->path);
   if (!rc && p->sync && (rc = dcr__wio_sync(p->faults, ip->fd, d))) dcr__detail_file(d, ip->path);
   if (!rc) rc = remove_journal(ip, d);

@@ -426,8 +426,20 @@ static int replay_take(void *ctx, size_t i, dcr_detail *d) {
   return s->rc;
 }
 
+/* What replaying one record holds at once, at most: its payload as stored, its
+ * content (compressed records), its positions and the region. */
+static uint64_t record_memory(const dcr__jrecord *r) {
+  uint64_t elements = r->length / r->element_size;
+  uint64_t content = r->form == DCR__JREC_BYTES
+                         ? r->length
+                         : DCR__POSITIONS_BOUND(elements) + (uint64_t)r->count * r->element_size;
+  return r->stored_length + (r->compression ? content : 0) + r->length +
+         (r->form == DCR__JREC_ELEMENTS ? (uint64_t)r->count * sizeof(uint32_t) : 0);
+}
+
 int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd, unsigned threads,
-                        dcr__faults *faults, int check_only, uint64_t *written, dcr_detail *d) {
+                        uint64_t max_memory, dcr__faults *faults, int check_only,
+                        uint64_t *written, dcr_detail *d) {
   replayer rp = {.j = j, .journal_fd = journal_fd, .ckpt_fd = ckpt_fd, .check_only = check_only,
                  .faults = faults};
   struct stat st;
@@ -435,8 +447,18 @@ int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd, unsi
   if ((uint64_t)st.st_size != j->file_size)
     return dcr__fail(d, DCR_E_JOURNAL, "the journal is for a file of %llu bytes; this one has "
                      "%llu", (unsigned long long)j->file_size, (unsigned long long)st.st_size);
+  /* A record may declare a region of 2^31 bytes and a frame that fills it: known
+   * before anything is allocated, and held to the budget as a chunk is. */
+  uint64_t most = 0;
+  for (uint64_t i = 0; i < j->count; i++)
+    if (record_memory(&j->records[i]) > most) most = record_memory(&j->records[i]);
+  if (most > max_memory)
+    return dcr__fail(d, DCR_E_NOMEM, "replaying the journal needs %llu MiB for one record, over "
+                     "the memory budget of %llu MiB (dcr_limits.max_memory, dcr --memory)",
+                     (unsigned long long)(most >> 20), (unsigned long long)(max_memory >> 20));
   if (!threads) threads = dcr_default_threads();
   if (threads > j->count) threads = j->count ? (unsigned)j->count : 1;
+  threads = dcr__threads_within(threads, 2 * most, max_memory); /* two slots a thread */
   dcr__pool *pool = NULL;
   int rc = dcr__pool_create(&pool, threads) ? DCR_E_NOMEM : DCR_OK;
   if (!rc) {
@@ -493,6 +515,7 @@ static int proven(const dcr__journal *j, int ckpt_fd, const dcr__recovery *how, 
  * reported with the way out. `why` is what is wrong with it. */
 static int unusable(const char *path, const dcr__journal *j, int ckpt_fd,
                     const dcr__recovery *how, const char *why, int *outcome, dcr_detail *d) {
+  dcr__detail_init(d); /* what made it unusable is no longer the answer (why has it) */
   int yes, rc = proven(j, ckpt_fd, how, &yes, d);
   if (rc) return rc;
   if (yes) {
@@ -500,7 +523,6 @@ static int unusable(const char *path, const dcr__journal *j, int ckpt_fd,
     *outcome = DCR_JOURNAL_DISCARDED;
     return how->sync ? dcr__wio_sync_dir(how->faults, path, d) : DCR_OK;
   }
-  dcr__detail_init(d);
   *outcome = DCR__JOURNAL_UNUSABLE;
   return dcr__fail(d, DCR_E_JOURNAL, "%s; the checkpoint is neither its base nor its target, so "
                    "an apply may have begun writing it", why);
@@ -524,7 +546,10 @@ int dcr__journal_recover(const char *ckpt, int ckpt_fd, const dcr__recovery *how
   rc = dcr__journal_read(fd, &j, d);
   /* §18.4: every region is checked before the first is written, so a journal that
    * does not fit the file leaves the file as it was. */
-  if (!rc && j.committed) rc = dcr__journal_replay(&j, fd, ckpt_fd, how->threads, how->faults, 1, NULL, d);
+  dcr_limits lim;
+  dcr__limits_take(&lim, how->lim);
+  if (!rc && j.committed)
+    rc = dcr__journal_replay(&j, fd, ckpt_fd, how->threads, lim.max_memory, how->faults, 1, NULL, d);
   if (!rc && !j.committed) {
     snprintf(why, sizeof why, "the journal is torn or damaged (%s)", j.why);
     rc = unusable(path, &j, ckpt_fd, how, why, outcome, d);
@@ -532,7 +557,7 @@ int dcr__journal_recover(const char *ckpt, int ckpt_fd, const dcr__recovery *how
     snprintf(why, sizeof why, "the journal cannot be replayed (%s)", d->message);
     rc = unusable(path, &j, ckpt_fd, how, why, outcome, d);
   } else if (!rc) {
-    rc = dcr__journal_replay(&j, fd, ckpt_fd, how->threads, how->faults, 0, NULL, d);
+    rc = dcr__journal_replay(&j, fd, ckpt_fd, how->threads, lim.max_memory, how->faults, 0, NULL, d);
     if (!rc && how->sync) rc = dcr__wio_sync(how->faults, ckpt_fd, d);
     if (!rc && unlink(path)) rc = dcr__fail(d, DCR_E_IO, "cannot remove the journal: %s", strerror(errno));
     if (!rc && how->sync) rc = dcr__wio_sync_dir(how->faults, path, d);

@@ -144,10 +144,11 @@ DCR_HIDDEN void dcr__journal_free(dcr__journal *j);
 /* Replays a committed journal onto the checkpoint fd (§18.4). check_only: reads
  * each region and checks that the record applied to it gives region_check, writing
  * nothing; otherwise writes each region with its record applied, unchecked (a
- * recovery runs the checking pass first). Idempotent. */
+ * recovery runs the checking pass first). Idempotent. A record that alone needs
+ * more than max_memory is DCR_E_NOMEM before anything is read. */
 DCR_HIDDEN int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd,
-                                   unsigned threads, dcr__faults *faults, int check_only,
-                                   uint64_t *written, dcr_detail *d);
+                                   unsigned threads, uint64_t max_memory, dcr__faults *faults,
+                                   int check_only, uint64_t *written, dcr_detail *d);
 /* The journal's path for a checkpoint path; DCR_E_ARGUMENT if too long. */
 DCR_HIDDEN int dcr__journal_path(const char *ckpt, char *out, size_t size, dcr_detail *d);
 /* How a recovery runs, and the states that prove a checkpoint whole (R-JNL-4). */

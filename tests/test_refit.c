@@ -1234,6 +1234,31 @@ static void test_inplace_rerun_finishes_committed_journal(void **state) {
   free(j);
 }
 
+/* A record larger than the memory budget is DCR_E_NOMEM before anything is read
+ * or written (a journal may declare a 2^31-byte region and a frame that fills it),
+ * and the journal stays for a run with more memory. */
+static void test_journal_replay_within_the_budget(void **state) {
+  (void)state;
+  size_t n;
+  uint8_t *jb = committed_journal(&n);
+  copy_file(p_base, p_work);
+  write_bytes(p_journal, jb, n);
+  int jfd = open(p_journal, O_RDONLY), cfd = open(p_work, O_RDWR);
+  dcr__journal j;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  assert_int_equal(dcr__journal_read(jfd, &j, &d), DCR_OK);
+  assert_int_equal(dcr__journal_replay(&j, jfd, cfd, 2, 1024, NULL, 0, NULL, &d), DCR_E_NOMEM);
+  if (!strstr(d.message, "memory budget")) fail_msg("%s", d.message);
+  assert_true(same_file(p_work, p_base));
+  assert_int_equal(dcr__journal_replay(&j, jfd, cfd, 2, 1u << 20, NULL, 0, NULL, &d), DCR_OK);
+  assert_true(same_file(p_work, p_target));
+  dcr__journal_free(&j);
+  close(jfd), close(cfd);
+  unlink(p_journal);
+  free(jb);
+}
+
 /* ---- damaged journals (SPEC.md §18.4, R-JNL-4, R-JNL-5) ------------------- */
 
 /* The journal of `bundle` for the base, published and committed, and the file a
@@ -1544,6 +1569,7 @@ int main(void) {
       cmocka_unit_test(test_journal_recover_uncommitted_committed_and_foreign),
       cmocka_unit_test(test_inplace_rerun_finishes_committed_journal),
       cmocka_unit_test(test_inplace_none_rerun_after_recovery_is_target),
+      cmocka_unit_test(test_journal_replay_within_the_budget),
       cmocka_unit_test(test_journal_damaged_after_crash_mid_replay),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
