@@ -130,11 +130,12 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/cli_squash_test.sh $(BUILD)/dcr
 	bash tests/cli_sign_test.sh $(BUILD)/dcr
 	SANITIZE="$(SANITIZE)" bash tests/hostile_test.sh $(BUILD)/dcr
+	SANITIZE="$(SANITIZE)" python3 tests/resource_vectors.py $(BUILD)/dcr testvectors/resource-v1
 	SANITIZE="$(SANITIZE)" bash tests/valgrind_test.sh $(BUILD)/dcr
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	bash tests/cli_history_test.sh $(BUILD)/dcr
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 	bash tests/http_test.sh $(BUILD)/dcr
@@ -155,7 +156,7 @@ python-test: $(BUILD)/libdcr.so $(BUILD)/dcr ## Test the Python package (python/
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c and tools/mkjournals.c
+vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, sign-v1/, range-v1/, resource-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 	rm -rf testvectors/v1.1
@@ -168,6 +169,8 @@ vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/m
 	python3 tools/mksignvectors.py testvectors
 	rm -rf testvectors/range-v1
 	python3 tools/mkrangevectors.py testvectors
+	rm -rf testvectors/resource-v1
+	python3 tools/mkresourcevectors.py testvectors
 
 # $(call python_vectors_check,GENERATOR,FOLDER,WHAT): testvectors/FOLDER must be
 # exactly what tools/GENERATOR.py writes.
@@ -230,6 +233,7 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BU
 	@$(call minor_vectors_check,mkvectors12,1.2)
 	@$(call python_vectors_check,mksignvectors,sign-v1,The signature 1.0 vectors (SPEC.md §20))
 	@$(call python_vectors_check,mkrangevectors,range-v1,The range reader vectors (SPEC.md §21))
+	@$(call python_vectors_check,mkresourcevectors,resource-v1,The resource vectors (SPEC.md §11, §14))
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-journals.XXXXXX") && \
 	$(BUILD)/mkjournals "$$t" && \
 	if diff -r "$$t/journal-v1" testvectors/journal-v1 && diff -r "$$t/journal-v1.1" testvectors/journal-v1.1; then \
