@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+from tap import Tally
+
 
 def tensors(path):
     with open(path, "rb") as f:
@@ -35,12 +37,8 @@ def code(stderr):
 def main():
     dcr, root = sys.argv[1], sys.argv[2]
     index = json.load(open(os.path.join(root, "index.json")))
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(("ok - " if ok else "not ok - ") + what)
-        passed, failed = passed + ok, failed + (not ok)
+    tally = Tally()
+    check = tally.check
 
     work = tempfile.mkdtemp(prefix="dcr-range.")
     for v in index["vectors"]:
@@ -70,8 +68,7 @@ def main():
             check(set(got) == names and all(got[k] == want[k] for k in names), what)
             os.unlink(out)
     os.rmdir(work)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.end()
 
 
 if __name__ == "__main__":

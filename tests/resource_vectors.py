@@ -17,6 +17,8 @@ import tempfile
 import threading
 import time
 
+from tap import Tally
+
 
 def sha256(path):
     h = hashlib.sha256()
@@ -55,12 +57,8 @@ def main():
     dcr, root = os.path.abspath(sys.argv[1]), sys.argv[2]
     index = json.load(open(os.path.join(root, "index.json")))
     sanitized = bool(os.environ.get("SANITIZE"))
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(("ok - " if ok else "not ok - ") + what)
-        passed, failed = passed + ok, failed + (not ok)
+    tally = Tally()
+    check = tally.check
 
     work = tempfile.mkdtemp(prefix="dcr-resource.")
     for v in index["vectors"]:
@@ -107,8 +105,7 @@ def main():
             if "path" in f:
                 check(sha256(os.path.join(root, f["path"])) == f["sha256"], "%s: %s sha256" % (v["name"], role))
     shutil.rmtree(work)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.end()
 
 
 if __name__ == "__main__":
