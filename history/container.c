@@ -8,6 +8,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <locale.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,25 @@ struct dcr__hwriter {
   struct archive_entry *e;
 };
 
+/* Member names are UTF-8 (SPEC.md §19.1), but libarchive converts them to and from
+ * the current locale's charset: in the C locale a process starts in, a name that
+ * is not ASCII cannot be converted and the member is refused. A library must not
+ * change its caller's locale, so each call into libarchive runs in a thread-local
+ * C.UTF-8 locale (uselocale), in which names pass as the bytes they are. */
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+static locale_t utf8_locale;
+
+static void utf8_init(void) { utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
+
+static locale_t utf8_enter(void) {
+  pthread_once(&utf8_once, utf8_init);
+  return utf8_locale ? uselocale(utf8_locale) : (locale_t)0;
+}
+
+static void utf8_leave(locale_t prev) {
+  if (prev) uselocale(prev);
+}
+
 /* libarchive says "Truncated tar archive", "Truncated input file" and the like
  * for an input that stops early, whatever the container. */
 static int fail_archive(struct archive *a, dcr_detail *d, const char *what) {
@@ -35,7 +56,7 @@ static int fail_archive(struct archive *a, dcr_detail *d, const char *what) {
   return dcr__fail(d, code, "%s: %s", what, msg);
 }
 
-int dcr__hreader_open(dcr__hreader **out, const char *path, int fd, const void *memory,
+static int in_utf8_hreader_open(dcr__hreader **out, const char *path, int fd, const void *memory,
                       size_t memory_size, dcr_detail *d) {
   *out = NULL;
   dcr__hreader *r = calloc(1, sizeof *r);
@@ -52,6 +73,9 @@ int dcr__hreader_open(dcr__hreader **out, const char *path, int fd, const void *
   int seekable = path || (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode));
   if (seekable) archive_read_support_format_zip_seekable(r->a);
   else archive_read_support_format_zip_streamable(r->a);
+  /* A zip name without general purpose flag bit 11 is code page 437 (APPNOTE
+   * appendix D), as Python's zipfile reads it; libarchive would take its bytes. */
+  archive_read_set_format_option(r->a, "zip", "hdrcharset", "CP437");
   int la = memory ? archive_read_open_memory(r->a, memory, memory_size)
            : path ? archive_read_open_filename(r->a, path, 1 << 16)
                   : archive_read_open_fd(r->a, fd, 1 << 16);
@@ -76,7 +100,7 @@ void dcr__hreader_free(dcr__hreader *r) {
   free(r);
 }
 
-int dcr__hreader_next(dcr__hreader *r, const char **name, uint64_t *size, int *regular, int *err,
+static int in_utf8_hreader_next(dcr__hreader *r, const char **name, uint64_t *size, int *regular, int *err,
                       dcr_detail *d) {
   int la = archive_read_next_header(r->a, &r->e);
   if (la == ARCHIVE_EOF) return 0;
@@ -116,7 +140,7 @@ int dcr__hreader_next(dcr__hreader *r, const char **name, uint64_t *size, int *r
   return 1;
 }
 
-int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d) {
+static int in_utf8_hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d) {
   la_ssize_t n = archive_read_data(r->a, buf, cap);
   if (n < 0) return fail_archive(r->a, d, "reading a member");
   *got = (size_t)n;
@@ -125,7 +149,7 @@ int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_d
 
 int dcr__hreader_container(const dcr__hreader *r) { return r->container; }
 
-int dcr__hwriter_open(dcr__hwriter **out, int fd, int container, dcr_detail *d) {
+static int in_utf8_hwriter_open(dcr__hwriter **out, int fd, int container, dcr_detail *d) {
   *out = NULL;
   dcr__hwriter *w = calloc(1, sizeof *w);
   if (!w || !(w->a = archive_write_new()) || !(w->e = archive_entry_new())) {
@@ -153,7 +177,7 @@ int dcr__hwriter_open(dcr__hwriter **out, int fd, int container, dcr_detail *d) 
   return DCR_OK;
 }
 
-int dcr__hwriter_member(dcr__hwriter *w, const char *name, uint64_t size, dcr_detail *d) {
+static int in_utf8_hwriter_member(dcr__hwriter *w, const char *name, uint64_t size, dcr_detail *d) {
   archive_entry_clear(w->e);
   archive_entry_set_pathname(w->e, name);
   archive_entry_set_size(w->e, (la_int64_t)size);
@@ -166,7 +190,7 @@ int dcr__hwriter_member(dcr__hwriter *w, const char *name, uint64_t size, dcr_de
   return DCR_OK;
 }
 
-int dcr__hwriter_write(dcr__hwriter *w, const void *data, size_t size, dcr_detail *d) {
+static int in_utf8_hwriter_write(dcr__hwriter *w, const void *data, size_t size, dcr_detail *d) {
   const uint8_t *p = data;
   while (size) {
     la_ssize_t n = archive_write_data(w->a, p, size);
@@ -176,7 +200,7 @@ int dcr__hwriter_write(dcr__hwriter *w, const void *data, size_t size, dcr_detai
   return DCR_OK;
 }
 
-int dcr__hwriter_close(dcr__hwriter *w, dcr_detail *d) {
+static int in_utf8_hwriter_close(dcr__hwriter *w, dcr_detail *d) {
   int rc = archive_write_close(w->a) == ARCHIVE_OK
                ? DCR_OK : dcr__fail(d, DCR_E_IO, "cannot finish the archive: %s", archive_error_string(w->a));
   dcr__hwriter_free(w);
@@ -188,4 +212,56 @@ void dcr__hwriter_free(dcr__hwriter *w) {
   archive_entry_free(w->e);
   archive_write_free(w->a);
   free(w);
+}
+
+/* The doors: each runs its body in the UTF-8 locale (utf8_enter). */
+int dcr__hreader_open(dcr__hreader **out, const char *path, int fd, const void *memory,
+                      size_t memory_size, dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hreader_open(out, path, fd, memory, memory_size, d);
+  utf8_leave(prev);
+  return rc;
+}
+
+int dcr__hreader_next(dcr__hreader *r, const char **name, uint64_t *size, int *regular, int *err,
+                      dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hreader_next(r, name, size, regular, err, d);
+  utf8_leave(prev);
+  return rc;
+}
+
+int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hreader_read(r, buf, cap, got, d);
+  utf8_leave(prev);
+  return rc;
+}
+
+int dcr__hwriter_open(dcr__hwriter **out, int fd, int container, dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hwriter_open(out, fd, container, d);
+  utf8_leave(prev);
+  return rc;
+}
+
+int dcr__hwriter_member(dcr__hwriter *w, const char *name, uint64_t size, dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hwriter_member(w, name, size, d);
+  utf8_leave(prev);
+  return rc;
+}
+
+int dcr__hwriter_write(dcr__hwriter *w, const void *data, size_t size, dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hwriter_write(w, data, size, d);
+  utf8_leave(prev);
+  return rc;
+}
+
+int dcr__hwriter_close(dcr__hwriter *w, dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hwriter_close(w, d);
+  utf8_leave(prev);
+  return rc;
 }
