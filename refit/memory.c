@@ -39,9 +39,13 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
 
 static int memory_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                         uint8_t *fallback, dcr_detail *d) {
-  (void)bytes, (void)fallback, (void)d;
+  (void)d;
   patcher *pt = ctx;
-  *view = (dcr__view){.data = (const uint8_t *)pt->in[entry].data + at};
+  const uint8_t *from = (const uint8_t *)pt->in[entry].data + at;
+  /* A resized tensor's last base bytes are followed by zeros (§6.5), which the
+   * pass writes after them in `fallback`: they must be there. */
+  if (pt->p->r->man.entries[entry].resized) from = memcpy(fallback, from, bytes);
+  *view = (dcr__view){.data = from};
   return DCR_OK;
 }
 
