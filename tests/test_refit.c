@@ -395,6 +395,10 @@ static int resolve(void *opaque, uint64_t entry, const dcr_tensor_info *t, dcr_b
   rs->calls++;
   if (entry == rs->refuse) return 1;
   named *h = buffers_find(rs->held, t->name, t->name_length);
+  if (!h && t->raw) { /* a set's raw member the caller does not hold: skipped */
+    *b = (dcr_buffer){NULL, 0};
+    return 0;
+  }
   if (t->resized && !t->target.present) {
     assert_non_null(h);
     *b = (dcr_buffer){h->data, h->size};
@@ -424,13 +428,14 @@ static buffers result_of(resolver *rs, dcr_reader *r) {
   for (uint64_t i = 0; i < info.entry_count; i++) {
     dcr_tensor_info t;
     dcr_reader_tensor(r, i, &t);
-    if (!t.target.present) continue;
+    named *h = buffers_find(rs->held, t.name, t.name_length);
+    if (!t.target.present || (!rs->fresh[i] && !h)) continue; /* removed, or skipped */
     named *o = &out.t[out.count++];
     snprintf(o->name, sizeof o->name, "%.*s", (int)t.name_length, t.name);
     o->size = (size_t)t.target.byte_length;
     o->data = xmalloc(o->size);
     if (rs->fresh[i]) memcpy(o->data, rs->fresh[i], o->size);
-    else memcpy(o->data, buffers_find(rs->held, t.name, t.name_length)->data, o->size);
+    else memcpy(o->data, h->data, o->size);
   }
   return out;
 }
@@ -738,6 +743,94 @@ static void test_memory_resized_tensor_gets_new_buffer(void **state) {
     model_free(&m);
   }
   unlink(p_grow), unlink(b_grow), unlink(p_work);
+}
+
+/* The tensors of a model as a caller holds them, sorted by name, and, with
+ * `raw`, the file `raw` as the tensor named `raw_name`. */
+static buffers buffers_of(const model *m, const char *raw_name, const char *raw) {
+  buffers b = {0};
+  for (size_t i = 0; i < m->count; i++) {
+    named *t = &b.t[b.count++];
+    snprintf(t->name, sizeof t->name, "%s", m->t[i].name);
+    t->size = m->t[i].n * m->t[i].esize;
+    t->data = xmalloc(t->size);
+    memcpy(t->data, m->t[i].data, t->size);
+  }
+  if (raw) {
+    named *t = &b.t[b.count++];
+    snprintf(t->name, sizeof t->name, "%s", raw_name);
+    t->data = read_bytes(raw, &t->size);
+  }
+  return b;
+}
+
+static void write_set(const char *path, const model *m, size_t split, const char *config) {
+  char p[400];
+  model first = *m, second = *m;
+  first.count = split;
+  second.count = m->count - split;
+  memmove(second.t, m->t + split, second.count * sizeof *m->t);
+  mkdir(path, 0755);
+  snprintf(p, sizeof p, "%s/model-1.safetensors", path);
+  write_model(p, &first);
+  snprintf(p, sizeof p, "%s/model-2.safetensors", path);
+  write_model(p, &second);
+  snprintf(p, sizeof p, "%s/config.json", path);
+  write_bytes(p, config, strlen(config));
+}
+
+/* A set's bundle (§2.3) applied to the weights alone: its raw member (config.json,
+ * changed and resized) given no buffer is skipped, the weights become the
+ * target's at every level though c.mask moves to the other shard and b.bias
+ * grows; given, config.json is patched too. A wrong weight is refused at FULL and
+ * CHUNK, nothing written. */
+static void test_memory_set_weights_alone(void **state) {
+  (void)state;
+  char d_base[300], d_target[300], b_set[300], cfg_base[340], cfg_target[340], cmd[1000];
+  snprintf(d_base, sizeof d_base, "%s/set-base", dir);
+  snprintf(d_target, sizeof d_target, "%s/set-target", dir);
+  snprintf(b_set, sizeof b_set, "%s/set.dcr", dir);
+  snprintf(cfg_base, sizeof cfg_base, "%s/config.json", d_base);
+  snprintf(cfg_target, sizeof cfg_target, "%s/config.json", d_target);
+  model m = model_copy(&m_target);
+  tensor *bias = model_find(&m, "b.bias");
+  uint8_t *grown = xmalloc((bias->n + 500) * bias->esize);
+  memcpy(grown, bias->data, bias->n * bias->esize);
+  memset(grown + bias->n * bias->esize, 0x3c, 500 * bias->esize);
+  free(bias->data);
+  bias->data = grown, bias->n += 500;
+  write_set(d_base, &m_base, 2, "{\"vocab_size\": 3000}\n");
+  write_set(d_target, &m, 1, "{\"vocab_size\": 3500, \"step\": 2}\n");
+  encode(d_base, d_target, b_set);
+  dcr_reader *r = open_bundle(b_set);
+  dcr_bundle_info info;
+  dcr_reader_info(r, &info);
+  assert_int_equal(info.kind, DCR_KIND_SET);
+  for (int give_raw = 0; give_raw < 2; give_raw++) {
+    buffers target = buffers_of(&m, "config.json", give_raw ? cfg_target : NULL);
+    for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++) {
+      buffers held = buffers_of(&m_base, "config.json", give_raw ? cfg_base : NULL), out;
+      dcr_patch_stats st;
+      dcr_detail d;
+      int rc = memory_apply(r, &held, level, 2, &st, &out, &d);
+      if (rc) fail_msg("%s: %s: %s", level_name(level), dcr_error_name(rc), d.message);
+      assert_true(buffers_equal(&out, &target));
+      buffers_free(&held), buffers_free(&out);
+      if (level == DCR_VERIFY_NONE) continue;
+      buffers wrong = buffers_of(&m_base, "config.json", give_raw ? cfg_base : NULL), before;
+      wrong.t[2].data[4000] ^= 1; /* c.mask, in a chunk the bundle does not change */
+      wrong.t[0].data[level == DCR_VERIFY_FULL ? 0 : 2 * CHUNK] ^= 1; /* a.weight */
+      before = buffers_copy(&wrong);
+      assert_int_equal(memory_apply(r, &wrong, level, 2, NULL, NULL, &d), DCR_E_BASE_MISMATCH);
+      assert_true(buffers_equal(&wrong, &before));
+      buffers_free(&wrong), buffers_free(&before);
+    }
+    buffers_free(&target);
+  }
+  dcr_reader_free(r);
+  model_free(&m);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'", d_base, d_target, b_set);
+  assert_int_equal(system(cmd), 0);
 }
 
 /* A removed tensor: NULL skips it; its bytes, given, are hashed at FULL (dcr.h:
@@ -1588,6 +1681,7 @@ int main(void) {
       cmocka_unit_test(test_memory_null_buffer_for_kept_tensor_is_argument),
       cmocka_unit_test(test_memory_added_tensor_fills_new_buffer),
       cmocka_unit_test(test_memory_resized_tensor_gets_new_buffer),
+      cmocka_unit_test(test_memory_set_weights_alone),
       cmocka_unit_test(test_memory_removed_tensor_null_or_checked),
       cmocka_unit_test(test_memory_cancel_leaves_base_or_target),
       cmocka_unit_test(test_changes_iterator_rebuilds_target),
