@@ -578,13 +578,14 @@ typedef int (*dcr_resolve_fn)(void *opaque, uint64_t entry, const dcr_tensor_inf
  * is written unless every check passes; the buffers are either the base,
  * untouched, or the target (resized tensors: in their new buffers).
  *
- * What FULL proves: every tensor given (every one the bundle has, raw members
- * skipped aside, with no dcr_reader_select_tensors) had its base tensor hash and
- * gets its target tensor hash, each compared with IDEN before the first byte is
- * written (the target hashes over the very bytes then written). Since the state
- * ids are functions of those hashes (SPEC.md §7) and a set's state id leaves its
- * raw members out (§2.3), the tensors given are then the base_state_id before and
- * the target_state_id after: no separate dcr_checkpoint_state_id pass is needed.
+ * What FULL proves (SPEC.md §10.3): each tensor given had its base tensor hash
+ * (removed and recoded ones: if their base bytes are given) and gets its target
+ * tensor hash, each compared with IDEN before the first byte is written, on the
+ * bytes the patch then writes. The state ids are functions of those hashes (§7),
+ * and a set's leaves its raw members out (§2.3): with every target tensor given
+ * (raw members aside; no dcr_reader_select_tensors) the result is proven to be
+ * target_state_id, and with the base bytes of removed and recoded tensors given
+ * too the input was base_state_id: no separate dcr_checkpoint_state_id pass.
  * Not verified: the bytes of raw members skipped (they are not written either:
  * the caller keeps its own copies, of whatever content), the base bytes of
  * recoded tensors not given, and the dtypes and shapes the caller holds its

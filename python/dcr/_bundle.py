@@ -814,8 +814,11 @@ class Bundle(_Closing):
         nor written; given (as uint8 arrays), they are patched like any tensor.
         Under "full" every tensor held is checked against the bundle's base hash
         before anything is written, and its result against the target hash: with
-        every weight tensor held, that proves both state ids (which leave raw
-        members out), so no separate :func:`dcr.state_id` pass is needed.
+        every weight tensor held, that proves the result's state id (which leaves
+        raw members out), and the base's too unless the bundle removes or recodes
+        a tensor (whose old bytes are then not read unless a removed one is still
+        in ``tensors``), so no separate :func:`dcr.state_id` pass is needed. The
+        raw members skipped are not checked.
         """
         level = _verify_level(verify)
         with self._lock:
