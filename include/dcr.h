@@ -880,8 +880,9 @@ DCR_API void dcr_squash_options_default(dcr_squash_options *options);
  * touched once); where they do not (DELTA_CLASSED chunks, mixed changes, tensors
  * added, recoded or resized along the chain) the chunk is rebuilt from the base
  * at base_path, which is then checked whole (DCR_E_BASE_MISMATCH) before anything is
- * written; without one such a chunk fails with DCR_E_ARGUMENT, naming it. Sets
- * (DCR_KIND_SET) and bundles of different chunk sizes are refused
+ * written; without one such a chunk fails with DCR_E_ARGUMENT, naming it. For sets
+ * (DCR_KIND_SET) each bundle's base raw members must be the last one's target ones
+ * (DCR_E_BASE_MISMATCH). Bundles of different chunk sizes are refused
  * (DCR_E_ARGUMENT). Atomic as dcr_encode_file; an out_path that is one of the
  * inputs is refused (DCR_E_ARGUMENT). options may be NULL; stats as dcr_encode's
  * (elements and chunks: the target's). */
