@@ -353,6 +353,8 @@ typedef struct {
   int lazy_zeros;   /* unchanged chunks of zeros are hashed from a zero page, never
                      * written to a buffer: the hooks get them with .zero set */
   unsigned threads; /* 0 = all online cores */
+  const uint8_t *skip; /* NULL, or 1 per manifest entry: 1 leaves the entry out, as an
+                        * unselected one (a memory apply's raw members not given) */
   const volatile int *cancel;
   dcr_progress_fn progress;
   void *progress_opaque;

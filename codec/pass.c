@@ -134,7 +134,8 @@ static int build_jobs(dcr__pass *p, dcr_detail *d) {
   }
   for (uint64_t i = 0; i < m->entry_count; i++) {
     first[i] = DCR__NO_RECORD;
-    if ((m->entries[i].presence & DCR__HAS_TARGET) && dcr__selected(r, i)) {
+    if ((m->entries[i].presence & DCR__HAS_TARGET) && dcr__selected(r, i) &&
+        !(p->spec.skip && p->spec.skip[i])) {
       order[n++] = (placed){m->entries[i].target.offset, m->entries[i].target.byte_length, (uint32_t)i};
       uint64_t c = dcr__chunk_count(m->entries[i].target.byte_length, m->chunk_size);
       count += c ? (size_t)c : 1;

@@ -55,6 +55,7 @@ void dcr_reader_tensor(const dcr_reader *r, uint64_t i, dcr_tensor_info *t) {
   t->delta_coded = dcr__entry_delta_coded(e);
   t->resized = e->resized;
   t->selected = dcr__selected(r, i);
+  t->raw = e->raw;
 }
 
 void dcr_reader_chunk(const dcr_reader *r, uint64_t i, dcr_chunk_info *c) {

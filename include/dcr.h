@@ -326,7 +326,8 @@ typedef struct {
   int resized;      /* 1 if coded against the base bytes over the common prefix
                        (format 1.1, SPEC.md §6.5): it grows or shrinks */
   int selected;     /* 1 unless dcr_reader_select_tensors left the tensor out */
-  uint32_t reserved32_;
+  uint32_t raw;     /* DCR_KIND_SET (SPEC.md §2.3): the sides on which the tensor is a
+                       raw member file (config.json...): 1 base, 2 target, 3 both */
   uint64_t reserved_[3];
 } dcr_tensor_info;
 
@@ -548,25 +549,47 @@ typedef struct {
 } dcr_buffer;
 
 /* Called once per manifest entry i, in entry order, before anything is read or
- * written. Set buffer->data and buffer->size, then return 0 (non-zero fails the
- * apply with DCR_E_ARGUMENT). For an entry with a target (tensor->target.present):
+ * written (twice for a resized tensor, below). Set buffer->data and
+ * buffer->size, then return 0 (non-zero fails the apply with DCR_E_ARGUMENT). For
+ * an entry with a target (tensor->target.present):
  *  - delta-coded (tensor->delta_coded): the tensor as the caller holds it, the base,
  *    target.byte_length bytes; it is patched in place;
  *  - added or recoded: a buffer of target.byte_length bytes for the new tensor,
  *    whose contents are ignored and overwritten;
+ *  - resized (tensor->resized, format 1.1, SPEC.md §6.5): asked twice. First with
+ *    tensor->target.present 0: the tensor as the caller holds it (base.byte_length
+ *    bytes, only read; or target.byte_length bytes if the bundle was applied to it
+ *    already). Then with tensor->base.present 0: a new buffer of target.byte_length
+ *    bytes, contents ignored, that receives the target (it may be NULL when the
+ *    held tensor has the target's size: it is then never written);
  * and for a removed entry (base only): its bytes, or NULL to skip them. Under
  * DCR_VERIFY_FULL every base byte given is hashed; removed and recoded tensors
  * whose base bytes are not given are not checked (they do not change the result).
- * Buffers must not overlap; a tensor of 0 bytes may have data NULL. */
+ * A raw member of a set (tensor->raw covers every side the entry has: config.json,
+ * tokenizer files, the index) may be given NULL buffers: it is then skipped,
+ * neither checked nor written, so that a worker that holds the weights alone can
+ * apply a set's bundle; given buffers, it is patched as any tensor (its bytes as
+ * U8). Buffers must not overlap; a tensor of 0 bytes may have data NULL. */
 typedef int (*dcr_resolve_fn)(void *opaque, uint64_t entry, const dcr_tensor_info *tensor,
                               dcr_buffer *buffer);
 
 /* Applies the bundle to the caller's buffers on threads, touching only changed
- * chunks (and added tensors). With FULL or CHUNK verification nothing is written
- * unless every check passes; the buffers are either the base, untouched, or the
- * target. A bundle with a resized tensor (tensor->resized, format 1.1) fails with
- * DCR_E_ARGUMENT before the resolver is called: it is coded against base bytes
- * that a buffer of the target's size does not hold (apply it to a file). */
+ * chunks (and added and resized tensors). With FULL or CHUNK verification nothing
+ * is written unless every check passes; the buffers are either the base,
+ * untouched, or the target (resized tensors: in their new buffers).
+ *
+ * What FULL proves (SPEC.md §10.3): each tensor given had its base tensor hash
+ * (removed and recoded ones: if their base bytes are given) and gets its target
+ * tensor hash, each compared with IDEN before the first byte is written, on the
+ * bytes the patch then writes. The state ids are functions of those hashes (§7),
+ * and a set's leaves its raw members out (§2.3): with every target tensor given
+ * (raw members aside; no dcr_reader_select_tensors) the result is proven to be
+ * target_state_id, and with the base bytes of removed and recoded tensors given
+ * too the input was base_state_id: no separate dcr_checkpoint_state_id pass.
+ * Not verified: the bytes of raw members skipped (they are not written either:
+ * the caller keeps its own copies, of whatever content), the base bytes of
+ * recoded tensors not given, and the dtypes and shapes the caller holds its
+ * tensors as (only byte lengths are checked). */
 DCR_API int dcr_patch_memory(dcr_patch *patch, dcr_resolve_fn resolve, void *opaque,
                              dcr_detail *detail);
 
@@ -857,8 +880,9 @@ DCR_API void dcr_squash_options_default(dcr_squash_options *options);
  * touched once); where they do not (DELTA_CLASSED chunks, mixed changes, tensors
  * added, recoded or resized along the chain) the chunk is rebuilt from the base
  * at base_path, which is then checked whole (DCR_E_BASE_MISMATCH) before anything is
- * written; without one such a chunk fails with DCR_E_ARGUMENT, naming it. Sets
- * (DCR_KIND_SET) and bundles of different chunk sizes are refused
+ * written; without one such a chunk fails with DCR_E_ARGUMENT, naming it. For sets
+ * (DCR_KIND_SET) each bundle's base raw members must be the last one's target ones
+ * (DCR_E_BASE_MISMATCH). Bundles of different chunk sizes are refused
  * (DCR_E_ARGUMENT). Atomic as dcr_encode_file; an out_path that is one of the
  * inputs is refused (DCR_E_ARGUMENT). options may be NULL; stats as dcr_encode's
  * (elements and chunks: the target's). */

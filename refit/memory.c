@@ -7,6 +7,11 @@
  * then decodes each changed chunk straight into the caller's memory, on threads,
  * touching only the bytes that change (and added tensors). At DCR_VERIFY_NONE
  * only the patch runs.
+ *
+ * A resized tensor (§6.5) has two buffers: the one the caller holds (its base,
+ * which the checks read) and a new one of the target's size, which the patch
+ * fills with the resized base and then patches. A set's raw members (§2.3) that
+ * the caller does not hold are left out of both steps.
  */
 #include <stdlib.h>
 
@@ -14,7 +19,9 @@
 
 typedef struct {
   dcr_patch *p;
-  dcr_buffer *buf; /* per manifest entry */
+  dcr_buffer *in;  /* per manifest entry: the tensor as the caller holds it */
+  dcr_buffer *out; /* per manifest entry: where its target goes (in, but when resized) */
+  uint8_t *skip;   /* per manifest entry: a raw member the caller does not hold */
   dcr__chunk_decoder *dec; /* per worker */
   uint8_t **scratch;       /* per worker: a CHNK read from a file bundle */
   size_t *scratch_capacity;
@@ -32,13 +39,57 @@ static void name_entry(dcr_detail *d, const dcr__manifest *m, uint64_t i) {
 
 static int memory_input(void *ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                         uint8_t *fallback, dcr_detail *d) {
-  (void)bytes, (void)fallback, (void)d;
+  (void)d;
   patcher *pt = ctx;
-  *view = (dcr__view){.data = (const uint8_t *)pt->buf[entry].data + at};
+  const uint8_t *from = (const uint8_t *)pt->in[entry].data + at;
+  /* A resized tensor's last base bytes are followed by zeros (§6.5), which the
+   * pass writes after them in `fallback`: they must be there. */
+  if (pt->p->r->man.entries[entry].resized) from = memcpy(fallback, from, bytes);
+  *view = (dcr__view){.data = from};
   return DCR_OK;
 }
 
-/* Asks the caller for every entry's buffer and checks its size. */
+static int ask(dcr_resolve_fn resolve, void *opaque, const dcr__manifest *m, uint64_t i,
+               const dcr_tensor_info *t, dcr_buffer *b, dcr_detail *d) {
+  *b = (dcr_buffer){0};
+  if (resolve(opaque, i, t, b))
+    return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "the resolver has no buffer for "
+                                                             "this tensor");
+  return DCR_OK;
+}
+
+static int wrong_size(const dcr__manifest *m, uint64_t i, const dcr_buffer *b, uint64_t want,
+                      const char *what, dcr_detail *d) {
+  name_entry(d, m, i);
+  if (!b->data)
+    return dcr__fail(d, DCR_E_ARGUMENT, "no buffer given for a tensor of %llu bytes (%s)",
+                     (unsigned long long)want, what);
+  return dcr__fail(d, DCR_E_ARGUMENT, "buffer of %llu bytes for a tensor of %llu bytes (%s)",
+                   (unsigned long long)b->size, (unsigned long long)want, what);
+}
+
+/* A resized tensor: the caller's tensor (its base, or its target already if the
+ * bundle was applied), then a new buffer of the target's size for the result. */
+static int resolve_resized(patcher *pt, dcr_resolve_fn resolve, void *opaque, uint64_t i,
+                           const dcr_tensor_info *t, dcr_detail *d) {
+  const dcr__manifest *m = &pt->p->r->man;
+  const dcr__entry *e = &m->entries[i];
+  dcr_tensor_info held = *t, fresh = *t;
+  held.target.present = 0, fresh.base.present = 0;
+  int rc = ask(resolve, opaque, m, i, &held, &pt->in[i], d);
+  if (!rc) rc = ask(resolve, opaque, m, i, &fresh, &pt->out[i], d);
+  if (rc || (!pt->in[i].data && !pt->out[i].data && pt->skip[i])) return rc;
+  pt->skip[i] = 0;
+  dcr_buffer *in = &pt->in[i], *out = &pt->out[i];
+  if (!in->data || (in->size != e->base.byte_length && in->size != e->target.byte_length))
+    return wrong_size(m, i, in, e->base.byte_length, "a resized tensor's base, read", d);
+  if (in->size == e->base.byte_length && (!out->data || out->size != e->target.byte_length))
+    return wrong_size(m, i, out, e->target.byte_length, "a resized tensor's new buffer, written", d);
+  return DCR_OK;
+}
+
+/* Asks the caller for every entry's buffers and checks their sizes. A raw member
+ * of a set (on every side it has) given no buffer is skipped. */
 static int resolve_all(patcher *pt, dcr_resolve_fn resolve, void *opaque, dcr_detail *d) {
   dcr_reader *r = pt->p->r;
   const dcr__manifest *m = &r->man;
@@ -47,35 +98,50 @@ static int resolve_all(patcher *pt, dcr_resolve_fn resolve, void *opaque, dcr_de
     if (!dcr__selected(r, i)) continue; /* not asked for: its buffer stays NULL */
     dcr_tensor_info t;
     dcr_reader_tensor(r, i, &t);
-    dcr_buffer *b = &pt->buf[i];
-    if (resolve(opaque, i, &t, b))
-      return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "the resolver has no buffer for "
-                                                               "this tensor");
+    pt->skip[i] = (e->raw & e->presence) == e->presence;
+    int rc = e->resized ? resolve_resized(pt, resolve, opaque, i, &t, d)
+                        : ask(resolve, opaque, m, i, &t, &pt->in[i], d);
+    if (rc) return rc;
+    if (e->resized) continue;
+    dcr_buffer *b = &pt->out[i];
+    *b = pt->in[i];
+    if (!b->data && pt->skip[i]) continue;
+    pt->skip[i] = 0;
     int has_target = (e->presence & DCR__HAS_TARGET) != 0;
     uint64_t want = has_target ? e->target.byte_length : e->base.byte_length;
-    if (!b->data && (has_target ? want != 0 : 0))
-      return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "no buffer given for a tensor "
-                                                               "of %llu bytes",
-                                            (unsigned long long)want);
-    if (b->data && b->size != want)
-      return name_entry(d, m, i),
-             dcr__fail(d, DCR_E_ARGUMENT, "buffer of %llu bytes for a tensor of %llu bytes (%s)",
-                       (unsigned long long)b->size, (unsigned long long)want,
-                       has_target ? (dcr__entry_delta_coded(e) ? "its base, patched in place"
-                                                               : "a new tensor, written whole")
-                                  : "a removed tensor");
+    if ((!b->data && has_target && want != 0) || (b->data && b->size != want))
+      return wrong_size(m, i, b, want, has_target ? (dcr__entry_delta_coded(e)
+                                                         ? "its base, patched in place"
+                                                         : "a new tensor, written whole")
+                                                  : "a removed tensor", d);
   }
   return DCR_OK;
 }
 
-/* FULL: base bytes the pass did not read (removed tensors the caller gave). */
-static int hash_removed(patcher *pt, dcr_detail *d) {
+/* A resized tensor's buffer must have the size of the side it is taken for. */
+static int resized_sizes(const patcher *pt, int as_target, dcr_detail *d) {
   const dcr__manifest *m = &pt->p->r->man;
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
-    if (e->presence != DCR__HAS_BASE || !pt->buf[i].data) continue; /* unselected: NULL */
+    uint64_t want = as_target ? e->target.byte_length : e->base.byte_length;
+    if (e->resized && pt->in[i].data && !pt->skip[i] && pt->in[i].size != want)
+      return name_entry(d, m, i),
+             dcr__fail(d, DCR_E_BASE_MISMATCH, "tensor has %llu bytes; the bundle's %s has %llu",
+                       (unsigned long long)pt->in[i].size, as_target ? "target" : "base",
+                       (unsigned long long)want);
+  }
+  return DCR_OK;
+}
+
+/* FULL: base bytes the pass did not hash (removed tensors the caller gave, and
+ * resized ones, whose bytes past the target's end the pass never reads). */
+static int hash_unread(patcher *pt, dcr_detail *d) {
+  const dcr__manifest *m = &pt->p->r->man;
+  for (uint64_t i = 0; i < m->entry_count; i++) {
+    const dcr__entry *e = &m->entries[i];
+    if ((e->presence != DCR__HAS_BASE && !e->resized) || !pt->in[i].data || pt->skip[i]) continue;
     uint8_t h[16];
-    dcr__hash_memory(pt->buf[i].data, e->base.byte_length, h);
+    dcr__hash_memory(pt->in[i].data, e->base.byte_length, h);
     pt->p->stats.bytes_checked += e->base.byte_length;
     if (!DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       return name_entry(d, m, i),
@@ -89,13 +155,15 @@ static int check(patcher *pt, int as_target, dcr_detail *d) {
   dcr_patch *p = pt->p;
   dcr__pass_spec spec = {.r = p->r, .verify = p->verify,
                          .changed_only = p->verify == DCR_VERIFY_CHUNK, .as_target = as_target,
-                         .threads = p->threads, .cancel = p->cancel, .input = memory_input,
-                         .input_ctx = pt, .ctx = pt};
+                         .threads = p->threads, .skip = pt->skip, .cancel = p->cancel,
+                         .input = memory_input, .input_ctx = pt, .ctx = pt};
+  int rc = resized_sizes(pt, as_target, d);
+  if (rc) return rc;
   dcr__pass *pass = NULL;
-  int rc = dcr__pass_init(&pass, &spec, d);
+  rc = dcr__pass_init(&pass, &spec, d);
   if (!rc) rc = dcr__pass_run(pass, d);
   if (pass) p->stats.bytes_checked += dcr__pass_bytes(pass);
-  if (!rc && !as_target && p->verify == DCR_VERIFY_FULL) rc = hash_removed(pt, d);
+  if (!rc && !as_target && p->verify == DCR_VERIFY_FULL) rc = hash_unread(pt, d);
   dcr__pass_free(pass);
   return rc;
 }
@@ -106,7 +174,7 @@ static void patch_job(void *ctx, size_t j, unsigned worker) {
   const dcr__chunk *c = &r->chunks[pt->jobs[j]];
   const dcr__entry *e = &r->man.entries[c->tensor];
   size_t slot = j % pt->window, bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
-  uint8_t *chunk = (uint8_t *)pt->buf[c->tensor].data + (uint64_t)c->chunk * r->man.chunk_size;
+  uint8_t *chunk = (uint8_t *)pt->out[c->tensor].data + (uint64_t)c->chunk * r->man.chunk_size;
   const uint8_t *payload;
   dcr_detail *d = &pt->detail[slot];
   dcr__detail_init(d);
@@ -137,21 +205,25 @@ static int patch_take(void *ctx, size_t j, dcr_detail *d) {
 }
 
 /* Decodes every changed chunk into the caller's memory. New tensors start from
- * zeros (§10.1), so they are cleared first. */
+ * zeros (§10.1), resized ones from their resized base (§6.5), so these are
+ * written first. */
 static int patch(patcher *pt, dcr_detail *d) {
   dcr_reader *r = pt->p->r;
   const dcr__manifest *m = &r->man;
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
-    if ((e->presence & DCR__HAS_TARGET) && !dcr__entry_delta_coded(e) && pt->buf[i].data) {
-      memset(pt->buf[i].data, 0, (size_t)e->target.byte_length);
-      pt->p->stats.bytes_written += e->target.byte_length;
-    }
+    if (!(e->presence & DCR__HAS_TARGET) || dcr__entry_delta_coded(e) || !pt->out[i].data ||
+        pt->skip[i])
+      continue;
+    uint64_t kept = e->resized ? dcr__entry_base_span(e, 0, e->target.byte_length) : 0;
+    memcpy(pt->out[i].data, pt->in[i].data, (size_t)kept);
+    memset((uint8_t *)pt->out[i].data + kept, 0, (size_t)(e->target.byte_length - kept));
+    pt->p->stats.bytes_written += e->target.byte_length;
   }
   pt->jobs = malloc((size_t)r->chunk_count * sizeof *pt->jobs + 1);
   if (!pt->jobs) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the job list");
   for (uint64_t k = 0; k < r->chunk_count; k++)
-    if (dcr__selected(r, r->chunks[k].tensor)) {
+    if (dcr__selected(r, r->chunks[k].tensor) && !pt->skip[r->chunks[k].tensor]) {
       pt->jobs[pt->job_count++] = k;
       pt->total += dcr__chunk_bytes(m, &m->entries[r->chunks[k].tensor], r->chunks[k].chunk);
     }
@@ -191,22 +263,21 @@ int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_det
   memset(&p->stats, 0, sizeof p->stats);
   if (!resolve) return dcr__fail(d, DCR_E_ARGUMENT, "no resolver");
   const dcr__manifest *m = &p->r->man;
-  /* A resized tensor (§6.5) is coded against its base bytes over the common
-   * prefix, but the resolver hands over one buffer of the target's size, whose
-   * contents are not the base: it cannot be patched in memory. */
-  for (uint64_t i = 0; i < m->entry_count; i++)
-    if (m->entries[i].resized && dcr__selected(p->r, i))
-      return name_entry(d, m, i), dcr__fail(d, DCR_E_ARGUMENT, "a resized tensor (format 1.1, SPEC.md "
-                                            "§6.5) cannot be patched in memory: apply the bundle to a "
-                                            "file, or encode with --format 1.0");
-  patcher pt = {.p = p, .buf = calloc((size_t)m->entry_count + 1, sizeof *pt.buf)};
-  if (!pt.buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-  int rc = resolve_all(&pt, resolve, opaque, d);
-  const dcr__chunk *c = p->verify == DCR_VERIFY_NONE ? dcr__probe_chunk(p->r) : NULL;
+  size_t n = (size_t)m->entry_count + 1;
+  patcher pt = {.p = p, .in = calloc(n, sizeof *pt.in), .out = calloc(n, sizeof *pt.out),
+                .skip = calloc(n, 1)};
+  int rc = pt.in && pt.out && pt.skip ? resolve_all(&pt, resolve, opaque, d)
+                                      : dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  const dcr__chunk *c = p->verify == DCR_VERIFY_NONE ? dcr__probe_chunk_skipping(p->r, pt.skip)
+                                                     : NULL;
   if (!rc && c)
-    rc = dcr__probe(p->r, c, (const uint8_t *)pt.buf[c->tensor].data +
+    rc = dcr__probe(p->r, c, (const uint8_t *)pt.in[c->tensor].data +
                                  (uint64_t)c->chunk * m->chunk_size,
                     &p->stats.already_target, d);
+  /* NONE checks no hash, but a resized tensor's buffers must still be its base's
+   * size for the patch to stay inside them. */
+  if (!rc && p->verify == DCR_VERIFY_NONE && !p->stats.already_target)
+    rc = resized_sizes(&pt, 0, d);
   if (!rc && p->verify != DCR_VERIFY_NONE) {
     rc = check(&pt, 0, d);
     /* Not the base: perhaps the target already (§10.2). If not that either, the
@@ -219,6 +290,6 @@ int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_det
     }
   }
   if (!rc && !p->stats.already_target) rc = patch(&pt, d);
-  free(pt.buf);
+  free(pt.in), free(pt.out), free(pt.skip);
   return rc;
 }

@@ -86,13 +86,16 @@ int dcr__wio_sync_dir(dcr__faults *f, const char *path, dcr_detail *d) {
   return rc;
 }
 
-const dcr__chunk *dcr__probe_chunk(const dcr_reader *r) {
-  for (uint64_t k = 0; k < r->chunk_count; k++)
-    if (dcr__entry_delta_coded(&r->man.entries[r->chunks[k].tensor]) &&
-        dcr__selected(r, r->chunks[k].tensor))
+const dcr__chunk *dcr__probe_chunk_skipping(const dcr_reader *r, const uint8_t *skip) {
+  for (uint64_t k = 0; k < r->chunk_count; k++) {
+    uint32_t i = r->chunks[k].tensor;
+    if (dcr__entry_delta_coded(&r->man.entries[i]) && dcr__selected(r, i) && !(skip && skip[i]))
       return &r->chunks[k];
+  }
   return NULL;
 }
+
+const dcr__chunk *dcr__probe_chunk(const dcr_reader *r) { return dcr__probe_chunk_skipping(r, NULL); }
 
 int dcr__probe(const dcr_reader *r, const dcr__chunk *c, const uint8_t *bytes, int *as_target,
                dcr_detail *d) {

@@ -45,6 +45,8 @@ struct dcr_patch {
  * of a delta-coded tensor (NULL if there is none) gives base_check, or target_check
  * (*as_target = 1: the bundle was applied already), or neither: BASE_MISMATCH. */
 DCR_HIDDEN const dcr__chunk *dcr__probe_chunk(const dcr_reader *r);
+/* The same, leaving out the entries whose skip byte is 1 (skip may be NULL). */
+DCR_HIDDEN const dcr__chunk *dcr__probe_chunk_skipping(const dcr_reader *r, const uint8_t *skip);
 DCR_HIDDEN int dcr__probe(const dcr_reader *r, const dcr__chunk *c, const uint8_t *bytes,
                           int *as_target, dcr_detail *d);
 

@@ -54,6 +54,7 @@ typedef struct {
   dcr_limits lim;
   int max_minor;       /* the newest 1.x the result may need */
   dcr__manifest man;   /* the result's; names and descriptors point into the readers */
+  uint8_t *prefix;     /* a set's: its set table (else the prefix is bn's) */
   uint32_t *where;     /* [entry * count + j]: the entry's index in bundle j, or NONE */
   uint8_t *all_delta;  /* per entry: delta-coded by every bundle */
   dcr_checkpoint *base;
@@ -100,6 +101,24 @@ static const dcr__chunk *find_record(const dcr_reader *r, uint32_t tensor, uint3
 
 /* ---- the chain and the result's manifest ---- */
 
+/* Sets: the state ids leave raw members out (§2.3), so that b follows a needs
+ * too that b's base raw members are a's target ones, hash for hash. On a
+ * difference, names the member in d and returns 0. */
+static int same_raw_members(const dcr_reader *a, const dcr_reader *b, dcr_detail *d) {
+  const dcr__manifest *ma = &a->man, *mb = &b->man;
+  uint64_t i = 0, j = 0;
+  for (;;) {
+    while (i < ma->entry_count && !(ma->entries[i].raw & DCR__HAS_TARGET)) i++;
+    while (j < mb->entry_count && !(mb->entries[j].raw & DCR__HAS_BASE)) j++;
+    if (i == ma->entry_count || j == mb->entry_count) break;
+    const dcr__entry *x = &ma->entries[i++], *y = &mb->entries[j++];
+    if (dcr__name_cmp(x->name, x->name_length, y->name, y->name_length) ||
+        x->target.byte_length != y->base.byte_length || memcmp(x->target.hash, y->base.hash, 16))
+      return dcr__detail_tensor(d, j - 1, y->name, y->name_length), 0;
+  }
+  return i == ma->entry_count && j == mb->entry_count;
+}
+
 static int open_chain(squasher *s, dcr_detail *d) {
   for (size_t j = 0; j < s->count; j++) {
     int rc = dcr_reader_open_file(&s->r[j], s->paths[j], &s->lim, d);
@@ -109,22 +128,18 @@ static int open_chain(squasher *s, dcr_detail *d) {
     for (size_t j = 0; j < s->count; j++)
       if ((int)s->r[j]->minor > s->max_minor) s->max_minor = (int)s->r[j]->minor;
   const dcr_reader *first = s->r[0];
-  if (first->man.kind == DCR_KIND_SET)
-    return dcr__detail_file(d, s->paths[0]),
-           dcr__fail(d, DCR_E_ARGUMENT, "a bundle of checkpoint sets: squash takes safetensors "
-                     "and raw bundles (squash each member's bundles, or encode the sets directly)");
+  static const char *const kind_name[] = {"raw", "safetensors", "other", "set"};
   for (size_t j = 1; j < s->count; j++) {
     const dcr_reader *a = s->r[j - 1], *b = s->r[j];
     dcr__detail_file(d, s->paths[j]);
     if (b->man.kind != first->man.kind)
       return dcr__fail(d, DCR_E_ARGUMENT, "a bundle of %s checkpoints after one of %s (%s)",
-                       b->man.kind == DCR_KIND_RAW ? "raw" : "other",
-                       first->man.kind == DCR_KIND_RAW ? "raw" : "safetensors", s->paths[0]);
+                       kind_name[b->man.kind & 3], kind_name[first->man.kind & 3], s->paths[0]);
     if (b->man.chunk_size != first->man.chunk_size)
       return dcr__fail(d, DCR_E_ARGUMENT, "chunk size %u, where %s has %u: squash needs one "
                        "chunk size along the chain", b->man.chunk_size, s->paths[0],
                        first->man.chunk_size);
-    if (memcmp(b->base_state, a->target_state, 16))
+    if (memcmp(b->base_state, a->target_state, 16) || !same_raw_members(a, b, d))
       return dcr__fail(d, DCR_E_BASE_MISMATCH, "its base is not the target of %s, the bundle "
                        "before it: bundles must be given in order, each applying to the last "
                        "one's result", s->paths[j - 1]);
@@ -146,6 +161,14 @@ static int open_base(squasher *s, const char *path, unsigned threads, dcr_detail
   if (!rc && !DCR__CHECKSUM_OK(memcmp(id, r1->base_state, 16) == 0))
     rc = dcr__fail(d, DCR_E_BASE_MISMATCH, "its state id is not the base state of %s, the first "
                    "bundle", s->paths[0]);
+  for (size_t i = 0; !rc && i < s->base->ck.count; i++) { /* a set's raw members (§10.1) */
+    const dcr__tensor *t = &s->base->ck.tensors[i];
+    const dcr__entry *e = dcr__manifest_find(&r1->man, t->name, t->name_length);
+    if (t->raw_member && !DCR__CHECKSUM_OK(memcmp(t->desc.hash, e->base.hash, 16) == 0))
+      dcr__detail_tensor(d, (uint64_t)(e - r1->man.entries), e->name, e->name_length),
+      rc = dcr__fail(d, DCR_E_BASE_MISMATCH, "the file's hash is not its base hash in %s, the first "
+                "bundle", s->paths[0]);
+  }
   if (rc && !d->file[0]) dcr__detail_file(d, path);
   return rc;
 }
@@ -169,8 +192,8 @@ static int build_manifest(squasher *s, dcr_detail *d) {
     const dcr__entry *named = xb ? x : y;
     e->name = named->name;
     e->name_length = named->name_length;
-    if (xb) e->presence |= DCR__HAS_BASE, e->base = x->base;
-    if (yt) e->presence |= DCR__HAS_TARGET, e->target = y->target;
+    if (xb) e->presence |= DCR__HAS_BASE, e->base = x->base, e->raw |= x->raw & DCR__HAS_BASE;
+    if (yt) e->presence |= DCR__HAS_TARGET, e->target = y->target, e->raw |= y->raw & DCR__HAS_TARGET;
     int both = xb && yt;
     e->resized = both && s->max_minor > 0 && !dcr__entry_delta_coded(e) && dcr__entry_resizable(e);
     s->stats.tensors_added += !xb;
@@ -184,6 +207,15 @@ static int build_manifest(squasher *s, dcr_detail *d) {
   m->kind = mn->kind;
   m->prefix = mn->prefix;
   m->prefix_length = mn->prefix_length;
+  if (m->kind == DCR_KIND_SET) { /* bn's members, then b1's base raw paths (§6.6) */
+    size_t head = mn->members_length, tail = (size_t)(m1->prefix_length - m1->members_length);
+    if (!(s->prefix = malloc(head + tail)))
+      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate the set table");
+    memcpy(s->prefix, mn->prefix, head);
+    memcpy(s->prefix + head, m1->prefix + m1->members_length, tail);
+    m->prefix = s->prefix;
+    m->prefix_length = head + tail;
+  }
   m->data_length = mn->data_length;
   unsigned minor = dcr__manifest_minor(m);
   if (minor > (unsigned)s->max_minor)
@@ -504,6 +536,7 @@ static void squasher_free(squasher *s) {
   dcr_checkpoint_free(s->base);
   free(s->base_offset);
   free(s->man.entries);
+  free(s->prefix);
   free(s->where);
   free(s->all_delta);
   free(s->jobs);

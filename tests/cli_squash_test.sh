@@ -183,6 +183,52 @@ t_output() {
 }
 tcase "-o an input (even with -f, or a link), an existing file without -f, -o -: refused" t_output
 
+# Checkpoint sets (§2.3): four model directories of the mixed chain's steps, a
+# tensor moved to another shard (1), the vocabulary grown and config.json changed
+# (2: two tensors and a raw member resized), the extra members removed (3).
+MKSET=$HERE/mkset.py
+sets() {
+  python3 "$MKSET" mixed/s0.st S0 && python3 "$MKSET" mixed/s1.st S1 --move model.layers.0.mlp.up_proj.weight &&
+    python3 "$MKSET" mixed/s2.st S2 --grow lm_head.weight:64 --config '{"vocab_size": 6587}' &&
+    python3 "$MKSET" mixed/s3.st S3 --grow lm_head.weight:64 --config '{"vocab_size": 6587}' --no-extras &&
+    python3 "$MKSET" mixed/s1.st S1x --move model.layers.0.mlp.up_proj.weight --config '{"other": 2}' &&
+    python3 "$MKSET" mixed/s2.st S2x --grow lm_head.weight:64 --config '{"other": 2}' || return 1
+  local i
+  for i in 1 2 3; do
+    "$DCR" encode S$((i - 1)) S$i -o sb$i.dcr --chunk-size 64K -q || return 1
+  done
+  "$DCR" encode S1x S2x -o sbx.dcr --chunk-size 64K -q
+}
+t_sets() {
+  sets || { fail "setup: mkset/encode"; return; }
+  run squash sb1.dcr sb2.dcr sb3.dcr --base S0 -o sq.dcr; want_rc 0 "squash --base" || return
+  run apply S0 sq.dcr -o O; want_rc 0 "apply the squashed bundle" || return
+  run apply S0 sb1.dcr sb2.dcr sb3.dcr -o C; want_rc 0 "apply the chain" || return
+  diff -r O C >/dev/null && diff -r O S3 >/dev/null || fail "squashed and chained results differ: $(diff -rq O C | head -3)"
+  run validate sq.dcr --base S0 --target S3; want_rc 0 "validate --base --target"
+  run inspect --json sq.dcr
+  [ "$(jget o 'j["kind"]')" = set ] || fail "kind set"
+  [ "$(jget o '[t["status"] for t in j["tensors"] if t["name"] in ("config.json", "lm_head.weight")]')" = "['removed', 'resized']" ] ||
+    fail "config.json removed, lm_head.weight resized: $(jget o '[(t["name"], t["status"]) for t in j["tensors"]][:3]')"
+  # the first two steps alone (a raw member resized), and the last two
+  run squash sb1.dcr sb2.dcr --base S0 -o sq12.dcr; want_rc 0 "squash 1..2" || return
+  run inspect --json sq12.dcr
+  [ "$(jget o '[t["status"] for t in j["tensors"] if t["name"] == "config.json"]')" = "['resized']" ] || fail "config.json resized"
+  run apply S0 sq12.dcr -o O12; want_rc 0 "apply 1..2"; diff -r O12 S2 >/dev/null || fail "1..2 differs from S2"
+  run squash sb2.dcr sb3.dcr --base S1 -o sq23.dcr; want_rc 0 "squash 2..3" || return
+  run apply S1 sq23.dcr -o O23; want_rc 0 "apply 2..3"; diff -r O23 S3 >/dev/null || fail "2..3 differs from S3"
+  # a chain whose raw members do not follow (the state ids leave them out, and
+  # sbx does not change config.json: no chunk would tell), a base whose raw
+  # member is not b1's (one that no bundle changes: no chunk would tell either)
+  run squash sb1.dcr sbx.dcr --base S0 -o bad.dcr
+  want_rc 1 "config.json differs between sb1's target and sbx's base" && has e "config.json" "names the member"
+  [ ! -e bad.dcr ] || fail "nothing written"
+  cp -r S0 W0 && python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[-2] ^= 1; open(sys.argv[1], "wb").write(b)' W0/tokenizer.json
+  run squash sb1.dcr sb2.dcr --base W0 -o bad.dcr
+  want_rc 1 "a base whose tokenizer.json is not b1's" && has e "tokenizer.json" "names the member"
+}
+tcase "checkpoint sets: a moved tensor, vocabulary growth, members resized and removed: squashed with --base, exact; raw members that do not follow refused" t_sets
+
 t_one() {
   run squash c12/b1.dcr -o one.dcr
   want_rc 0 "one" && same_body one.dcr c12/b1.dcr "one bundle"

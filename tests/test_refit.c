@@ -388,13 +388,21 @@ static resolver make_resolver(buffers *held) {
 
 static int resolve(void *opaque, uint64_t entry, const dcr_tensor_info *t, dcr_buffer *b) {
   resolver *rs = opaque;
-  /* called once per entry, in entry order */
-  assert_int_equal(entry, rs->last_entry == DCR_NONE ? 0 : rs->last_entry + 1);
+  /* called once per entry, in entry order; a resized one twice, its base first */
+  if (t->resized && !t->base.present) assert_int_equal(entry, rs->last_entry);
+  else assert_int_equal(entry, rs->last_entry == DCR_NONE ? 0 : rs->last_entry + 1);
   rs->last_entry = entry;
   rs->calls++;
   if (entry == rs->refuse) return 1;
   named *h = buffers_find(rs->held, t->name, t->name_length);
-  if (t->target.present && !t->delta_coded) {
+  if (!h && t->raw) { /* a set's raw member the caller does not hold: skipped */
+    *b = (dcr_buffer){NULL, 0};
+    return 0;
+  }
+  if (t->resized && !t->target.present) {
+    assert_non_null(h);
+    *b = (dcr_buffer){h->data, h->size};
+  } else if (t->target.present && !t->delta_coded) {
     assert_true(entry < 8);
     rs->fresh[entry] = xmalloc((size_t)t->target.byte_length);
     memset(rs->fresh[entry], 0xAA, (size_t)t->target.byte_length); /* to be ignored */
@@ -420,13 +428,14 @@ static buffers result_of(resolver *rs, dcr_reader *r) {
   for (uint64_t i = 0; i < info.entry_count; i++) {
     dcr_tensor_info t;
     dcr_reader_tensor(r, i, &t);
-    if (!t.target.present) continue;
+    named *h = buffers_find(rs->held, t.name, t.name_length);
+    if (!t.target.present || (!rs->fresh[i] && !h)) continue; /* removed, or skipped */
     named *o = &out.t[out.count++];
     snprintf(o->name, sizeof o->name, "%.*s", (int)t.name_length, t.name);
     o->size = (size_t)t.target.byte_length;
     o->data = xmalloc(o->size);
     if (rs->fresh[i]) memcpy(o->data, rs->fresh[i], o->size);
-    else memcpy(o->data, buffers_find(rs->held, t.name, t.name_length)->data, o->size);
+    else memcpy(o->data, h->data, o->size);
   }
   return out;
 }
@@ -660,52 +669,168 @@ static void test_memory_added_tensor_fills_new_buffer(void **state) {
   dcr_reader_free(r);
 }
 
-/* A resized tensor (format 1.1, §6.5) is coded against base bytes that the
- * target-sized buffer of the resolver does not hold: DCR_E_ARGUMENT naming it,
- * before the resolver is called, whatever the level; a file apply does it. */
-static void test_memory_resized_tensor_is_argument(void **state) {
+/* Every tensor from `held` (a buffers *), whatever the bundle asks: no new buffers. */
+static int resolve_held_only(void *opaque, uint64_t entry, const dcr_tensor_info *t,
+                             dcr_buffer *b) {
+  (void)entry;
+  named *h = buffers_find(opaque, t->name, t->name_length);
+  *b = h ? (dcr_buffer){h->data, h->size} : (dcr_buffer){NULL, 0};
+  return 0;
+}
+
+/* A resized tensor (format 1.1, §6.5), grown or shrunk: the resolver gives the
+ * tensor it holds, then a new buffer that gets the target; at every level the
+ * result is the target's bytes. Applied again to the result, FULL and CHUNK find
+ * it the target already (nothing written); a wrong base is DCR_E_BASE_MISMATCH
+ * with nothing written. The file apply agrees. */
+static void test_memory_resized_tensor_gets_new_buffer(void **state) {
   (void)state;
   char p_grow[300], b_grow[300];
   snprintf(p_grow, sizeof p_grow, "%s/grow.safetensors", dir);
   snprintf(b_grow, sizeof b_grow, "%s/grow.dcr", dir);
-  model m = model_copy(&m_target);
-  tensor *a = model_find(&m, "a.weight");
-  uint8_t *grown = xmalloc((a->n + 64) * a->esize);
-  memcpy(grown, a->data, a->n * a->esize);
-  memset(grown + a->n * a->esize, 0x3c, 64 * a->esize);
-  free(a->data);
-  a->data = grown, a->n += 64;
-  write_model(p_grow, &m);
-  encode(p_base, p_grow, b_grow);
-  dcr_reader *r = open_bundle(b_grow);
-  dcr_tensor_info t;
-  dcr_reader_tensor(r, 0, &t);
-  assert_true(t.resized);
-  for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++) {
-    buffers held = load_buffers(p_base), before = buffers_copy(&held);
-    resolver rs = make_resolver(&held);
-    dcr_patch *p = new_patch(r, level, 1);
+  for (int shrink = 0; shrink < 2; shrink++) {
+    model m = model_copy(&m_target);
+    tensor *a = model_find(&m, "b.bias"); /* 3 chunks, the last short: a chunk straddles */
+    size_t n = shrink ? a->n - 1000 : a->n + 500;
+    uint8_t *resized = xmalloc(n * a->esize);
+    memcpy(resized, a->data, (shrink ? n : a->n) * a->esize);
+    if (!shrink) memset(resized + a->n * a->esize, 0x3c, 500 * a->esize);
+    free(a->data);
+    a->data = resized, a->n = n;
+    write_model(p_grow, &m);
+    encode(p_base, p_grow, b_grow);
+    dcr_reader *r = open_bundle(b_grow);
+    dcr_tensor_info t;
+    dcr_reader_tensor(r, 1, &t);
+    assert_true(t.resized);
+    buffers target = load_buffers(p_grow);
+    for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++) {
+      buffers held = load_buffers(p_base), before = buffers_copy(&held), out;
+      dcr_patch_stats st;
+      dcr_detail d;
+      int rc = memory_apply(r, &held, level, 2, &st, &out, &d);
+      if (rc) fail_msg("%s: %s: %s", level_name(level), dcr_error_name(rc), d.message);
+      assert_true(buffers_equal(&out, &target));
+      named *ha = buffers_find(&held, "b.bias", 6), *ba = buffers_find(&before, "b.bias", 6);
+      assert_memory_equal(ha->data, ba->data, ba->size); /* the held b.bias is only read */
+      if (level != DCR_VERIFY_NONE) {
+        buffers again = buffers_copy(&out);
+        assert_int_equal(memory_apply(r, &again, level, 2, &st, NULL, &d), DCR_OK);
+        assert_int_equal(st.already_target, 1);
+        assert_true(buffers_equal(&again, &target));
+        buffers_free(&again);
+        buffers wrong = load_buffers(p_other), wrong_before = buffers_copy(&wrong);
+        assert_int_equal(memory_apply(r, &wrong, level, 2, NULL, NULL, &d), DCR_E_BASE_MISMATCH);
+        assert_true(buffers_equal(&wrong, &wrong_before));
+        buffers_free(&wrong), buffers_free(&wrong_before);
+      }
+      buffers_free(&held), buffers_free(&before), buffers_free(&out);
+    }
+    /* a resolver that holds the resized tensor but gives no new buffer for it */
+    buffers held = load_buffers(p_base);
+    dcr_patch *p = new_patch(r, DCR_VERIFY_CHUNK, 1);
     dcr_detail d;
-    assert_int_equal(dcr_patch_memory(p, resolve, &rs, &d), DCR_E_ARGUMENT);
-    assert_string_equal(d.tensor_name, "a.weight");
-    assert_int_equal(rs.calls, 0);
-    assert_true(buffers_equal(&held, &before));
-    resolver_free(&rs);
+    assert_int_equal(dcr_patch_memory(p, resolve_held_only, &held, &d), DCR_E_ARGUMENT);
+    assert_string_equal(d.tensor_name, "b.bias");
+    assert_non_null(strstr(d.message, "new buffer"));
     dcr_patch_free(p);
-    buffers_free(&held), buffers_free(&before);
+    buffers_free(&held);
+    copy_file(p_base, p_work);
+    assert_int_equal(dcr_apply(r, p_base, p_work, NULL, &d), DCR_OK);
+    assert_true(same_file(p_work, p_grow));
+    buffers_free(&target);
+    dcr_reader_free(r);
+    model_free(&m);
   }
-  copy_file(p_base, p_work);
-  dcr_patch *p = new_patch(r, DCR_VERIFY_FULL, 1);
-  dcr_detail d;
-  int rc = dcr_patch_file(p, p_work, &d);
-  dcr_patch_free(p);
-  if (rc == DCR_OK) assert_true(same_file(p_work, p_grow));
-  else assert_int_equal(rc, DCR_E_ARGUMENT); /* the layout changes: a copy apply is needed */
-  assert_int_equal(dcr_apply(r, p_base, p_work, NULL, &d), DCR_OK);
-  assert_true(same_file(p_work, p_grow));
+  unlink(p_grow), unlink(b_grow), unlink(p_work);
+}
+
+/* The tensors of a model as a caller holds them, sorted by name, and, with
+ * `raw`, the file `raw` as the tensor named `raw_name`. */
+static buffers buffers_of(const model *m, const char *raw_name, const char *raw) {
+  buffers b = {0};
+  for (size_t i = 0; i < m->count; i++) {
+    named *t = &b.t[b.count++];
+    snprintf(t->name, sizeof t->name, "%s", m->t[i].name);
+    t->size = m->t[i].n * m->t[i].esize;
+    t->data = xmalloc(t->size);
+    memcpy(t->data, m->t[i].data, t->size);
+  }
+  if (raw) {
+    named *t = &b.t[b.count++];
+    snprintf(t->name, sizeof t->name, "%s", raw_name);
+    t->data = read_bytes(raw, &t->size);
+  }
+  return b;
+}
+
+static void write_set(const char *path, const model *m, size_t split, const char *config) {
+  char p[400];
+  model first = *m, second = *m;
+  first.count = split;
+  second.count = m->count - split;
+  memmove(second.t, m->t + split, second.count * sizeof *m->t);
+  mkdir(path, 0755);
+  snprintf(p, sizeof p, "%s/model-1.safetensors", path);
+  write_model(p, &first);
+  snprintf(p, sizeof p, "%s/model-2.safetensors", path);
+  write_model(p, &second);
+  snprintf(p, sizeof p, "%s/config.json", path);
+  write_bytes(p, config, strlen(config));
+}
+
+/* A set's bundle (§2.3) applied to the weights alone: its raw member (config.json,
+ * changed and resized) given no buffer is skipped, the weights become the
+ * target's at every level though c.mask moves to the other shard and b.bias
+ * grows; given, config.json is patched too. A wrong weight is refused at FULL and
+ * CHUNK, nothing written. */
+static void test_memory_set_weights_alone(void **state) {
+  (void)state;
+  char d_base[300], d_target[300], b_set[300], cfg_base[340], cfg_target[340], cmd[1000];
+  snprintf(d_base, sizeof d_base, "%s/set-base", dir);
+  snprintf(d_target, sizeof d_target, "%s/set-target", dir);
+  snprintf(b_set, sizeof b_set, "%s/set.dcr", dir);
+  snprintf(cfg_base, sizeof cfg_base, "%s/config.json", d_base);
+  snprintf(cfg_target, sizeof cfg_target, "%s/config.json", d_target);
+  model m = model_copy(&m_target);
+  tensor *bias = model_find(&m, "b.bias");
+  uint8_t *grown = xmalloc((bias->n + 500) * bias->esize);
+  memcpy(grown, bias->data, bias->n * bias->esize);
+  memset(grown + bias->n * bias->esize, 0x3c, 500 * bias->esize);
+  free(bias->data);
+  bias->data = grown, bias->n += 500;
+  write_set(d_base, &m_base, 2, "{\"vocab_size\": 3000}\n");
+  write_set(d_target, &m, 1, "{\"vocab_size\": 3500, \"step\": 2}\n");
+  encode(d_base, d_target, b_set);
+  dcr_reader *r = open_bundle(b_set);
+  dcr_bundle_info info;
+  dcr_reader_info(r, &info);
+  assert_int_equal(info.kind, DCR_KIND_SET);
+  for (int give_raw = 0; give_raw < 2; give_raw++) {
+    buffers target = buffers_of(&m, "config.json", give_raw ? cfg_target : NULL);
+    for (int level = DCR_VERIFY_FULL; level <= DCR_VERIFY_NONE; level++) {
+      buffers held = buffers_of(&m_base, "config.json", give_raw ? cfg_base : NULL), out;
+      dcr_patch_stats st;
+      dcr_detail d;
+      int rc = memory_apply(r, &held, level, 2, &st, &out, &d);
+      if (rc) fail_msg("%s: %s: %s", level_name(level), dcr_error_name(rc), d.message);
+      assert_true(buffers_equal(&out, &target));
+      buffers_free(&held), buffers_free(&out);
+      if (level == DCR_VERIFY_NONE) continue;
+      buffers wrong = buffers_of(&m_base, "config.json", give_raw ? cfg_base : NULL), before;
+      wrong.t[2].data[4000] ^= 1; /* c.mask, in a chunk the bundle does not change */
+      wrong.t[0].data[level == DCR_VERIFY_FULL ? 0 : 2 * CHUNK] ^= 1; /* a.weight */
+      before = buffers_copy(&wrong);
+      assert_int_equal(memory_apply(r, &wrong, level, 2, NULL, NULL, &d), DCR_E_BASE_MISMATCH);
+      assert_true(buffers_equal(&wrong, &before));
+      buffers_free(&wrong), buffers_free(&before);
+    }
+    buffers_free(&target);
+  }
   dcr_reader_free(r);
   model_free(&m);
-  unlink(p_grow), unlink(b_grow), unlink(p_work);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'", d_base, d_target, b_set);
+  assert_int_equal(system(cmd), 0);
 }
 
 /* A removed tensor: NULL skips it; its bytes, given, are hashed at FULL (dcr.h:
@@ -1555,7 +1680,8 @@ int main(void) {
       cmocka_unit_test(test_memory_resolver_errors_name_the_tensor),
       cmocka_unit_test(test_memory_null_buffer_for_kept_tensor_is_argument),
       cmocka_unit_test(test_memory_added_tensor_fills_new_buffer),
-      cmocka_unit_test(test_memory_resized_tensor_is_argument),
+      cmocka_unit_test(test_memory_resized_tensor_gets_new_buffer),
+      cmocka_unit_test(test_memory_set_weights_alone),
       cmocka_unit_test(test_memory_removed_tensor_null_or_checked),
       cmocka_unit_test(test_memory_cancel_leaves_base_or_target),
       cmocka_unit_test(test_changes_iterator_rebuilds_target),

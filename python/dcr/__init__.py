@@ -60,12 +60,12 @@ from ._errors import (
     renamed,
 )
 from ._checkpoint import opened_checkpoint, reader_limits
-from ._safetensors import TensorData, Tensors, load_safetensors, memory_file, save_safetensors
+from ._safetensors import TensorData, Tensors, load_checkpoint, load_safetensors, memory_file, save_safetensors
 
 __all__ = [
     "ABI_VERSION", "FORMAT_VERSION", "VERSION", "__version__", "library_version", "library_path",
     "default_threads",
-    "encode", "encode_bytes", "encode_tensors", "state_id", "validate", "save_safetensors", "load_safetensors",
+    "encode", "encode_bytes", "encode_tensors", "state_id", "validate", "save_safetensors", "load_safetensors", "load_checkpoint",
     "Bundle", "BundleInfo", "TensorInfo", "TensorSide", "ChunkInfo", "SectionInfo", "MemberInfo",
     "Problem", "PatchStats", "EncodeStats", "Change", "Changes", "Cancel", "TensorData", "Tensors",
     "Error", "Detail", "ArgumentError", "FormatError", "BaseMismatchError", "TargetMismatchError",

@@ -109,6 +109,14 @@ class TensorInfo:
     resized: bool  # coded against the base over the common prefix (format 1.1)
     changed_chunks: int  # chunks the bundle carries for it
     selected: bool = True  # False if Bundle.select left it out
+    raw: int = 0  # a set's raw member file (config.json...) on the sides 1 base, 2 target, 3 both
+
+    @property
+    def raw_member(self) -> bool:
+        """A raw member of a set (SPEC.md §2.3) on every side it has: one that
+        :meth:`Bundle.apply_to` skips when it is not given."""
+        sides = (1 if self.base else 0) | (2 if self.target else 0)
+        return bool(self.raw) and self.raw & sides == sides
 
     @property
     def status(self) -> str:
@@ -507,7 +515,8 @@ class Bundle(_Closing):
                 L.dcr_reader_tensor(r, i, ctypes.byref(t))
                 out.append(
                     TensorInfo(i, _str(t.name, t.name_length), self._side(t.base), self._side(t.target),
-                               bool(t.delta_coded), bool(t.resized), counts.get(i, 0), bool(t.selected))
+                               bool(t.delta_coded), bool(t.resized), counts.get(i, 0), bool(t.selected),
+                               int(t.raw))
                 )
             self._tensors = out
         return self._tensors
@@ -792,10 +801,24 @@ class Bundle(_Closing):
         Tensors the bundle adds or recodes (a new dtype or size) need a new array:
         if ``tensors`` is a mutable mapping (a dict) one is allocated and stored in
         it after success (a writable array of the right size already there is used
-        as it is), tensors the bundle removes are deleted from it, and a tensor
+        as it is). A tensor the bundle resizes (format 1.1: a vocabulary grown) is
+        read from the array held and written into a new one, which replaces it in
+        the dict. Tensors the bundle removes are deleted from it, and a tensor
         given a new shape (same bytes) is replaced by a view of that shape (its
         ``reshape``); the names are in the returned stats. Names the bundle does not
         know are ignored.
+
+        A set's bundle (a model directory, SPEC.md §2.3) applies to the weights
+        alone, as :func:`dcr.load_checkpoint` reads them: raw members (config.json,
+        tokenizer files, the index) not in ``tensors`` are skipped, neither checked
+        nor written; given (as uint8 arrays), they are patched like any tensor.
+        Under "full" every tensor held is checked against the bundle's base hash
+        before anything is written, and its result against the target hash: with
+        every weight tensor held, that proves the result's state id (which leaves
+        raw members out), and the base's too unless the bundle removes or recodes
+        a tensor (whose old bytes are then not read unless a removed one is still
+        in ``tensors``), so no separate :func:`dcr.state_id` pass is needed. The
+        raw members skipped are not checked.
         """
         level = _verify_level(verify)
         with self._lock:
@@ -803,6 +826,7 @@ class Bundle(_Closing):
             changed = self._changed_entries()
             n = len(entries)
             bufs = (_lib.BufferC * max(n, 1))()
+            fresh = (_lib.BufferC * max(n, 1))()  # resized tensors' new arrays
             keep: List[Any] = []
             new: Dict[str, np.ndarray] = {}
             removed: List[str] = []
@@ -812,6 +836,8 @@ class Bundle(_Closing):
                     continue
                 name = t.name
                 obj = tensors.get(name)
+                if obj is None and t.raw_member:  # config.json and the like: skipped
+                    continue
                 if t.target is None:  # removed: its bytes are hashed under "full"
                     if obj is not None:
                         if mutable:
@@ -823,10 +849,30 @@ class Bundle(_Closing):
                                 keep.append(r.keep)
                     continue
                 want = t.target.byte_length
-                if t.resized:
-                    raise argument_error(
-                        f'tensor "{name}" is resized by the bundle (format 1.1): it cannot be patched '
-                        "in memory; apply the bundle to a file (apply_file)", name)
+                if t.resized:  # read as held, written into a new array
+                    assert t.base is not None
+                    if obj is None:
+                        raise argument_error(
+                            f'tensor "{name}" is missing: the bundle resizes it ({t.base.byte_length} '
+                            f"to {want} bytes)", name)
+                    r = region(obj, f'tensor "{name}"')
+                    if r.nbytes not in (t.base.byte_length, want):
+                        raise argument_error(
+                            f'tensor "{name}" has {r.nbytes} bytes; the bundle resizes it from '
+                            f"{t.base.byte_length} to {want}", name)
+                    bufs[t.index].data, bufs[t.index].size = r.address or None, r.nbytes
+                    keep.append(r.keep)
+                    if r.nbytes == t.base.byte_length:
+                        if not mutable:
+                            raise argument_error(
+                                f'tensor "{name}" is resized by the bundle: give a dict to store its new '
+                                f"array in ({t.target.dtype} {list(t.target.shape)})", name)
+                        arr = _new_array(t.target)
+                        new[name] = arr
+                        fr = region(arr, f'tensor "{name}"')
+                        fresh[t.index].data, fresh[t.index].size = fr.address or None, fr.nbytes
+                        keep.append(fr.keep)
+                    continue
                 if t.delta_coded:
                     if obj is None:
                         raise argument_error(
@@ -867,7 +913,8 @@ class Bundle(_Closing):
 
             def resolve(opaque: Any, entry: int, info: Any, buf: Any) -> int:
                 try:
-                    b = bufs[entry]
+                    t = info[0]
+                    b = fresh[entry] if t.resized and not t.base.present else bufs[entry]
                     buf[0].data, buf[0].size = b.data, b.size
                     return 0
                 except BaseException as e:  # pragma: no cover - carried to the caller

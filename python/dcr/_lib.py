@@ -176,7 +176,7 @@ class TensorInfoC(Structure):
         ("delta_coded", c_int),
         ("resized", c_int),
         ("selected", c_int),
-        ("reserved32_", c_uint32),
+        ("raw", c_uint32),
         ("reserved_", c_uint64 * 3),
     ]
 

@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from . import _lib
 from ._buffers import Region, region
 from ._checkpoint import checkpoint_tensors, opened_checkpoint, reader_limits, summary
 from ._errors import Error, argument_error, make_error, renamed
@@ -188,8 +189,15 @@ def load_safetensors(path: PathLike, *, max_memory: int = 0, limits: Optional[Ma
         _read_at(fd, memoryview(data), info.prefix_length, shown)
     finally:
         os.close(fd)
-    out = Tensors(dtypes={t.name: t.dtype for t in tensors})
+    return _views(data, tensors)
+
+
+def _views(data: Any, tensors: List[Any], skip: Any = ()) -> Tensors:
+    """The tensors as views of their bytes in data (the data region), typed."""
+    out = Tensors(dtypes={t.name: t.dtype for t in tensors if t.name not in skip})
     for t in tensors:
+        if t.name in skip:
+            continue
         raw = data[t.offset : t.offset + t.byte_length]
         dt = _LOAD_DTYPES.get(t.dtype)
         out[t.name] = raw
@@ -199,6 +207,56 @@ def load_safetensors(path: PathLike, *, max_memory: int = 0, limits: Optional[Ma
             except ValueError:  # no elements, but dimensions numpy's sizes overflow (R-ST-4 allows them)
                 pass
     return out
+
+
+def load_checkpoint(path: PathLike, *, raw: bool = False, max_memory: int = 0,
+                    limits: Optional[Mapping[str, int]] = None) -> Tensors:
+    """Reads a checkpoint into writable numpy arrays, as :func:`load_safetensors`
+    does: a safetensors file, or a directory (a Hugging Face model: shards, index,
+    config, tokenizer), read as a checkpoint set (SPEC.md §2.3) by libdcr, which
+    lists its members and parses every shard's header as ``dcr apply`` does.
+
+    For a directory the result holds the tensors of every shard, whichever shard
+    holds them: the weights a worker patches with :meth:`Bundle.apply_to` (which
+    skips the raw members, config.json and the like, when they are not given).
+    ``raw=True`` adds each raw member as a uint8 array named by its path. A member
+    whose size changes while it is read raises :class:`dcr.IOFailure`."""
+    import numpy as np
+
+    shown = os.fspath(path)
+    if not os.path.isdir(shown):
+        return load_safetensors(path, max_memory=max_memory, limits=limits)
+    with opened_checkpoint(shown, 3, reader_limits(max_memory, limits)) as ck:
+        info = summary(ck)
+        tensors = checkpoint_tensors(ck)
+        members = []
+        m = _lib.MemberInfoC()
+        for i in range(info.member_count):
+            _lib.lib.dcr_checkpoint_member(ck, i, ctypes.byref(m))
+            members.append((ctypes.string_at(m.path, m.path_length).decode(), m.kind, m.prefix_length,
+                            m.data_length))
+    size = sum(member[3] for member in members)
+    try:
+        data = np.empty(size, np.uint8)
+    except MemoryError:
+        raise make_error(2, message=f"cannot allocate the {size}-byte data region", file=shown) from None
+    at = 0
+    for rel, _kind, prefix, length in members:
+        file = os.path.join(shown, rel)
+        try:
+            fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            raise make_error(1, message=f"cannot open: {e.strerror}", file=file) from None
+        try:
+            if os.fstat(fd).st_size != prefix + length:
+                raise make_error(1, message="the member's size changed since its header was read",
+                                 file=file)
+            _read_at(fd, memoryview(data[at : at + length]), prefix, file)
+        finally:
+            os.close(fd)
+        at += length
+    skip = set() if raw else {rel for rel, kind, _p, _l in members if kind != 1}
+    return _views(data, tensors, skip)
 
 
 def _read_at(fd: int, into: memoryview, offset: int, shown: str) -> None:

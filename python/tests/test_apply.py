@@ -204,16 +204,25 @@ def test_added_tensors_need_a_buffer_or_a_dict(pairs):
         assert held[k].tobytes() == t[k].tobytes(), k
 
 
-def test_resized_tensors_are_refused_clearly(tmp_path):
+def test_resized_tensors_get_new_arrays(tmp_path):
     from conftest import mkpair
 
-    spec = {"seed": 2, "tensors": [{"name": "grow", "dtype": "F32", "shape": [100], "target_shape": [150]}]}
+    spec = {"seed": 2, "tensors": [{"name": "grow", "dtype": "F32", "shape": [100], "target_shape": [150]},
+                                   {"name": "shrink", "dtype": "BF16", "shape": [90, 4], "target_shape": [70, 4]}]}
     mkpair(spec, str(tmp_path / "b.st"), str(tmp_path / "t.st"))
     b = dcr.Bundle(dcr.encode_bytes(tmp_path / "b.st", tmp_path / "t.st")[0])
-    if b.tensors[0].status != "resized":
-        pytest.skip("this pair is not coded as resized")
-    with pytest.raises(dcr.ArgumentError, match="resized"):
-        b.apply_to(dcr.load_safetensors(tmp_path / "b.st"))
+    assert [t.status for t in b.tensors] == ["resized", "resized"]
+    t = dcr.load_safetensors(tmp_path / "t.st")
+    for level in ("full", "chunk", "none"):
+        d = dcr.load_safetensors(tmp_path / "b.st")
+        held = d["grow"]
+        st = b.apply_to(d, level)
+        assert sorted(st.replaced) == ["grow", "shrink"] and d["grow"] is not held
+        assert equal(d, t) and d["grow"].shape == (150,)
+        if level != "none":
+            assert b.apply_to(d, level).already_target and equal(d, t)
+    with pytest.raises(dcr.ArgumentError, match="dict"):  # nowhere to put the new array
+        b.apply_to(types.MappingProxyType(dcr.load_safetensors(tmp_path / "b.st")))
 
 
 def test_progress_and_cancel(same):
