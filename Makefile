@@ -122,6 +122,7 @@ unit: $(TESTS) ## Build and run the cmocka unit tests
 check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
 	bash tests/cli_test.sh $(BUILD)/dcr
 	bash tests/crash_test.sh $(BUILD)/dcr 24
+	bash tests/crash_dir_test.sh $(BUILD)/dcr 16
 	bash tests/cli_id_test.sh $(BUILD)/dcr
 	bash tests/cli_refit_test.sh $(BUILD)/dcr
 	bash tests/cli_ops_test.sh $(BUILD)/dcr
@@ -146,6 +147,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 
 crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies at random moments, rerun, compare (CRASH_COUNT=300, ~5 min)
 	bash tests/crash_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
+	bash tests/crash_dir_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
 
 # The Python package (python/, issue #14) against this build's shared library and
 # CLI, with Debian's python3-numpy and python3-pytest. Not part of check: check
