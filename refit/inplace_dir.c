@@ -137,7 +137,16 @@ static int member_op(dirwork *w, const dcr__jrecord *r, const char *path, int ch
     if (check_only) return DCR_OK;
     if (unlinkat(w->fd, path, 0) && errno != ENOENT)
       return fail_member(d, w, path, DCR_E_IO, "cannot remove the member");
-    return sync_parent(w, path, d);
+    rc = sync_parent(w, path, d);
+    /* directories it leaves empty go too, as a new directory would not have them
+     * (best effort: one that is not empty, or not ours to remove, stays) */
+    char parent[DCR__JOURNAL_PATH_MAX + 1];
+    snprintf(parent, sizeof parent, "%s", path);
+    for (char *slash; !rc && (slash = strrchr(parent, '/'));) {
+      *slash = 0;
+      if (unlinkat(w->fd, parent, AT_REMOVEDIR)) break;
+    }
+    return rc;
   }
   int src = open_member(w, staged, O_RDONLY, &ssize);
   if (src < 0 && errno != ENOENT)
