@@ -136,7 +136,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	bash tests/cli_history_test.sh $(BUILD)/dcr
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 	bash tests/http_test.sh $(BUILD)/dcr
@@ -158,14 +158,14 @@ python-test: $(BUILD)/libdcr.so $(BUILD)/dcr ## Test the Python package (python/
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, sign-v1/, range-v1/, resource-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
+vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, range-v1/, resource-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 	rm -rf testvectors/v1.1
 	$(BUILD)/mkvectors11 testvectors
 	rm -rf testvectors/v1.2
 	$(BUILD)/mkvectors12 testvectors
-	rm -rf testvectors/journal-v1 testvectors/journal-v1.1
+	rm -rf testvectors/journal-v1 testvectors/journal-v1.1 testvectors/journal-v1.2
 	$(BUILD)/mkjournals testvectors
 	rm -rf testvectors/sign-v1
 	python3 tools/mksignvectors.py testvectors
@@ -238,8 +238,9 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BU
 	@$(call python_vectors_check,mkresourcevectors,resource-v1,The resource vectors (SPEC.md §11, §14))
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-journals.XXXXXX") && \
 	$(BUILD)/mkjournals "$$t" && \
-	if diff -r "$$t/journal-v1" testvectors/journal-v1 && diff -r "$$t/journal-v1.1" testvectors/journal-v1.1; then \
-	  rm -rf "$$t"; echo "vectors-check: testvectors/journal-v1 and journal-v1.1 are exactly what tools/mkjournals.c writes"; \
+	if diff -r "$$t/journal-v1" testvectors/journal-v1 && diff -r "$$t/journal-v1.1" testvectors/journal-v1.1 && \
+	   diff -r "$$t/journal-v1.2" testvectors/journal-v1.2; then \
+	  rm -rf "$$t"; echo "vectors-check: testvectors/journal-v1, journal-v1.1 and journal-v1.2 are exactly what tools/mkjournals.c writes"; \
 	else \
 	  echo "vectors-check: testvectors/journal-v1 differs from what tools/mkjournals.c writes (committed with" \
 	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/journal-v1/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/journal-v1/index.json"))."; \

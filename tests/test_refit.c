@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1652,6 +1653,56 @@ static void test_inplace_directory_faults(void **state) {
   shell("rm -rf '%s' '%s'", copy, bt), unlink(ba);
 }
 
+/* testvectors/journal-v1.2 (SPEC.md §18.6, R-JNL-7): each vector's directory
+ * recovered through the public call, its files compared with the outcome. */
+static void put_files(const char *root, const char *vdir, const json_t *files) {
+  size_t i;
+  const json_t *f;
+  json_array_foreach(files, i, f) {
+    char from[700], to[700];
+    snprintf(from, sizeof from, "%s/%s", vdir, json_string_value(json_object_get(f, "file")));
+    snprintf(to, sizeof to, "%s/%s", root, json_string_value(json_object_get(f, "path")));
+    assert_int_equal(shell("mkdir -p \"$(dirname '%s')\" && cp '%s' '%s'", to, from, to), 0);
+  }
+}
+
+static void test_journal_v12_vectors(void **state) {
+  (void)state;
+  const char *vdir = "testvectors/journal-v1.2";
+  char path[600], got[400], want[400];
+  snprintf(path, sizeof path, "%s/index.json", vdir);
+  json_error_t e;
+  json_t *index = json_load_file(path, 0, &e);
+  if (!index) fail_msg("%s: %s (run from the source tree)", path, e.text);
+  snprintf(got, sizeof got, "%s/V", dir), snprintf(want, sizeof want, "%s/E", dir);
+  size_t i, played = 0;
+  const json_t *v;
+  json_array_foreach(json_object_get(index, "vectors"), i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    const char *outcome = json_string_value(json_object_get(v, "outcome"));
+    const json_t *journal = json_object_get(v, "journal");
+    shell("rm -rf '%s' '%s' && mkdir '%s' '%s'", got, want, got, want);
+    put_files(got, vdir, json_object_get(v, "before"));
+    if (json_is_object(journal))
+      shell("cp '%s/%s' '%s/.dcr-journal'", vdir,
+            json_string_value(json_object_get(journal, "file")), got);
+    if (!strcmp(outcome, "kept")) shell("cp -r '%s/.' '%s'", got, want);
+    else put_files(want, vdir, json_object_get(v, "after"));
+    int outcome_got = -1;
+    dcr_detail d;
+    int rc = dcr_journal_recover_known(got, 0, NULL, 0, &outcome_got, &d);
+    int want_rc = !strcmp(outcome, "kept") ? DCR_E_JOURNAL : DCR_OK;
+    int want_outcome = !strcmp(outcome, "replayed") ? DCR_JOURNAL_REPLAYED : DCR_JOURNAL_NONE;
+    if (rc != want_rc || (!rc && outcome_got != want_outcome) || !same_tree(got, want))
+      fail_msg("journal-v1.2 %s: %s (%s), outcome %d, files %s", name, dcr_error_name(rc),
+               d.message, outcome_got, same_tree(got, want) ? "as expected" : "differ");
+    played++;
+  }
+  assert_true(played >= 13);
+  shell("rm -rf '%s' '%s'", got, want);
+  json_decref(index);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_apply_every_level_gives_target),
@@ -1677,6 +1728,7 @@ int main(void) {
       cmocka_unit_test(test_journal_replay_within_the_budget),
       cmocka_unit_test(test_journal_damaged_after_crash_mid_replay),
       cmocka_unit_test(test_inplace_directory_faults),
+      cmocka_unit_test(test_journal_v12_vectors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
