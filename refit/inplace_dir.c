@@ -48,11 +48,17 @@ int dcr__is_dir(const char *path) {
  * dcr__open_checkpoint. */
 static int lock_dir(const char *dir, int *fd, dcr_detail *d) {
   *fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (*fd < 0 && (errno == ELOOP || errno == ENOTDIR) && !lstat(dir, &st) && S_ISLNK(st.st_mode))
+    errno = ELOOP; /* O_DIRECTORY answers ENOTDIR for a link */
   if (*fd < 0)
     return dcr__detail_file(d, dir),
-           errno == ELOOP || errno == ENOTDIR
+           errno == ELOOP
                ? dcr__fail(d, DCR_E_ARGUMENT, "is a symbolic link: give the real directory, or "
                            "apply to a copy (-o OUT)")
+           : errno == ENOTDIR
+               ? dcr__fail(d, DCR_E_CHECKPOINT, "is not a directory: a set's bundle applies to "
+                           "a model directory (SPEC.md §2.3)")
                : dcr__fail(d, DCR_E_IO, "cannot open the directory: %s", strerror(errno));
   if (!flock(*fd, LOCK_EX | LOCK_NB)) return DCR_OK;
   int rc = errno == EWOULDBLOCK

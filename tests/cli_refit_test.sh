@@ -286,6 +286,8 @@ t_dir_refused() {
   want_rc 1 "wrong base" && has e DCR_E_BASE_MISMATCH "wrong base" && same_tree W D0 "wrong base" || return
   ln -sfn W WL && run apply -i WL db1.dcr
   want_rc 2 "a linked directory" && has e "symbolic link" "a linked directory" || return
+  cp d0.st notdir && run apply -i notdir db1.dcr
+  want_rc 1 "a file for a set" && has e "not a directory" "a file for a set" && same notdir d0.st "a file" || return
   flock W sleep 1 &
   local holder=$!
   sleep 0.3
