@@ -165,22 +165,24 @@ static int member_op(dirwork *w, const dcr__jrecord *r, const char *path, int ch
   if (at_member && (src = open_member(w, path, O_RDONLY, &ssize)) < 0)
     return fail_member(d, w, path, DCR_E_JOURNAL, "neither the member nor its staged "
                        "replacement is there");
-  if (check_only && ssize == r->offset)
+  /* a patch writes into the member: it must be there, of the size, before the
+   * first record is carried out (checked here, not found missing half way) */
+  int dst = r->count == DCR__JOP_PATCH ? open_member(w, path, check_only ? O_RDONLY : O_RDWR,
+                                                     &msize) : -1;
+  if (r->count == DCR__JOP_PATCH && (dst < 0 || msize != ssize))
+    rc = fail_member(d, w, path, DCR_E_JOURNAL, "the member a patch is for is gone, not a "
+                     "regular file, or of another size");
+  if (!rc && check_only && ssize == r->offset)
     rc = compare(w, src, -1, ssize, 0, &hash, &differs, d);
   if (!rc && check_only && (ssize != r->offset || !DCR__CHECKSUM_OK(hash == r->region_check)))
     rc = fail_member(d, w, at_member ? path : staged, DCR_E_JOURNAL,
                      "its size or bytes are not the journal's: the journal is not for this "
                      "directory, or the directory changed");
   if (!rc && !check_only && r->count == DCR__JOP_PATCH) {
-    int dst = open_member(w, path, O_RDWR, &msize);
-    if (dst < 0 || msize != ssize)
-      rc = fail_member(d, w, path, DCR_E_JOURNAL, "the member a patch is for is gone or "
-                       "has another size");
-    else
-      rc = compare(w, src, dst, ssize, 1, &hash, &differs, d);
+    rc = compare(w, src, dst, ssize, 1, &hash, &differs, d);
     if (!rc && w->sync) rc = dcr__wio_sync(w->faults, dst, d);
-    if (dst >= 0) close(dst);
   }
+  if (dst >= 0) close(dst);
   close(src);
   if (rc || check_only || r->count != DCR__JOP_REPLACE || at_member) return rc;
   int e = dcr__make_parents(w->fd, path, strlen(path));

@@ -2407,6 +2407,14 @@ static void journal12_vectors(void) {
   emit12("kept/paths-out-of-order", "R-JNL-1,§18.6", "member paths not in increasing order",
          both, 3, &j, NULL, 0);
   bfree(&j);
+  const mrec patch_absent[] = {{"a", 0, &a2, 0, 0, 0}, {"e", 0, &e, 0, 0, 0}};
+  j = member_journal(patch_absent, 2, 0);
+  emit12("kept/patch-without-member", "R-JNL-7,§18.6",
+         "a patch of a, which could be done, then a patch of e, which is no member: every "
+         "record is checked before the first is carried out, so a stays as it was (found by "
+         "fuzz_journal: a reader that checked members as it wrote patched a, then failed)",
+         both, 3, &j, NULL, 0);
+  bfree(&j);
   const mrec dotted[] = {{".dcr-stage/a", 1, &a2, 0, 0, 0}};
   j = member_journal(dotted, 1, 0);
   emit12("kept/hidden-path", "R-JNL-1,§18.6",
