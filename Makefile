@@ -122,6 +122,7 @@ unit: $(TESTS) ## Build and run the cmocka unit tests
 check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
 	bash tests/cli_test.sh $(BUILD)/dcr
 	bash tests/crash_test.sh $(BUILD)/dcr 24
+	bash tests/crash_dir_test.sh $(BUILD)/dcr 16
 	bash tests/cli_id_test.sh $(BUILD)/dcr
 	bash tests/cli_refit_test.sh $(BUILD)/dcr
 	bash tests/cli_ops_test.sh $(BUILD)/dcr
@@ -136,7 +137,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/cli_history_test.sh $(BUILD)/dcr
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-containers-v1
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 	python3 tests/walk_vectors.py $(BUILD)/dcr testvectors/walk-v1
@@ -148,6 +149,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 
 crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies at random moments, rerun, compare (CRASH_COUNT=300, ~5 min)
 	bash tests/crash_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
+	bash tests/crash_dir_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
 
 # The Python package (python/, issue #14) against this build's shared library and
 # CLI, with Debian's python3-numpy and python3-pytest. Not part of check: check
@@ -158,14 +160,14 @@ python-test: $(BUILD)/libdcr.so $(BUILD)/dcr ## Test the Python package (python/
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, sign-v1/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
+vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 	rm -rf testvectors/v1.1
 	$(BUILD)/mkvectors11 testvectors
 	rm -rf testvectors/v1.2
 	$(BUILD)/mkvectors12 testvectors
-	rm -rf testvectors/journal-v1 testvectors/journal-v1.1
+	rm -rf testvectors/journal-v1 testvectors/journal-v1.1 testvectors/journal-v1.2
 	$(BUILD)/mkjournals testvectors
 	rm -rf testvectors/sign-v1
 	python3 tools/mksignvectors.py testvectors
@@ -244,8 +246,9 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BU
 	@$(call python_vectors_check,mkcontainervectors,history-containers-v1,The history container vectors (SPEC.md §19.1))
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-journals.XXXXXX") && \
 	$(BUILD)/mkjournals "$$t" && \
-	if diff -r "$$t/journal-v1" testvectors/journal-v1 && diff -r "$$t/journal-v1.1" testvectors/journal-v1.1; then \
-	  rm -rf "$$t"; echo "vectors-check: testvectors/journal-v1 and journal-v1.1 are exactly what tools/mkjournals.c writes"; \
+	if diff -r "$$t/journal-v1" testvectors/journal-v1 && diff -r "$$t/journal-v1.1" testvectors/journal-v1.1 && \
+	   diff -r "$$t/journal-v1.2" testvectors/journal-v1.2; then \
+	  rm -rf "$$t"; echo "vectors-check: testvectors/journal-v1, journal-v1.1 and journal-v1.2 are exactly what tools/mkjournals.c writes"; \
 	else \
 	  echo "vectors-check: testvectors/journal-v1 differs from what tools/mkjournals.c writes (committed with" \
 	       "$$(grep -o '"zstd_version": "[^"]*"' testvectors/journal-v1/index.json), here $$(grep -o '"zstd_version": "[^"]*"' "$$t/journal-v1/index.json"))."; \

@@ -18,16 +18,14 @@
 
 #include "set_output.h"
 
-/* Removes the tree at dir_fd/name, or whatever is there that is not a directory
- * (never what a link leads to); best effort (a cleanup). */
-static void remove_tree(int dir_fd, const char *name) {
+void dcr__remove_tree(int dir_fd, const char *name) {
   if (!unlinkat(dir_fd, name, 0) || (errno != EISDIR && errno != EPERM)) return;
   int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
   struct dirent *e;
   while (dir && (e = readdir(dir))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    remove_tree(fd, e->d_name);
+    dcr__remove_tree(fd, e->d_name);
   }
   if (dir) closedir(dir);
   else if (fd >= 0) close(fd);
@@ -40,8 +38,7 @@ static int fail_errno(dcr__set_output *o, const char *what, dcr_detail *d) {
   return dcr__fail(d, DCR_E_IO, "%s: %s", what, strerror(e));
 }
 
-/* Creates the directories above member path p inside the temporary directory. */
-static int make_parents(int root, const char *p, size_t n) {
+int dcr__make_parents(int root, const char *p, size_t n) {
   char path[8192];
   if (n >= sizeof path) return ENAMETOOLONG;
   memcpy(path, p, n);
@@ -126,7 +123,7 @@ int dcr__set_output_create(dcr__set_output *o, dcr_detail *d) {
     const dcr__member *m = &o->members[i];
     char path[8192];
     snprintf(path, sizeof path, "%.*s", (int)m->path_length, m->path);
-    int fd = -1, e = make_parents(o->root_fd, m->path, m->path_length);
+    int fd = -1, e = dcr__make_parents(o->root_fd, m->path, m->path_length);
     int rc = e ? DCR_E_IO : dcr__member_files_get(o->files, i, &fd, d); /* creates it */
     uint64_t size = m->prefix_length + m->data_length;
     if (!rc && size > (uint64_t)INT64_MAX) e = EFBIG;
@@ -202,7 +199,7 @@ int dcr__set_output_commit(dcr__set_output *o, dcr_detail *d) {
                     "(a link?): left as it was, nothing written"));
   } else {
     o->created = 0;
-    remove_tree(o->dir_fd, o->tmp_name); /* now the old set (or what could not be put back) */
+    dcr__remove_tree(o->dir_fd, o->tmp_name); /* now the old set (or what could not be put back) */
   }
   if (!rc) o->created = 0;
   if (!rc && (o->flags & DCR__ATOMIC_SYNC) && fsync(o->dir_fd))
@@ -216,7 +213,7 @@ void dcr__set_output_abort(dcr__set_output *o) {
   o->files = NULL;
   if (o->root_fd >= 0) close(o->root_fd);
   o->root_fd = -1;
-  if (o->created) remove_tree(o->dir_fd, o->tmp_name);
+  if (o->created) dcr__remove_tree(o->dir_fd, o->tmp_name);
   o->created = 0;
   if (o->dir_fd >= 0) close(o->dir_fd);
   o->dir_fd = -1;

@@ -40,4 +40,10 @@ DCR_HIDDEN int dcr__set_output_commit(dcr__set_output *o, dcr_detail *d);
 /* Closes and removes the temporary directory; safe after a failed open or a commit. */
 DCR_HIDDEN void dcr__set_output_abort(dcr__set_output *o);
 
+/* Removes the tree at dir_fd/name, or whatever is there that is not a directory
+ * (never what a link leads to); best effort (a cleanup; refit/inplace_dir.c's too). */
+DCR_HIDDEN void dcr__remove_tree(int dir_fd, const char *name);
+/* Creates the directories above member path p (n bytes) under root; 0 or an errno. */
+DCR_HIDDEN int dcr__make_parents(int root, const char *p, size_t n);
+
 #endif

@@ -9,6 +9,8 @@
  *   bit 2      the checkpoint's bytes: 0 fuzz_ckpt_byte() (what the seed journals
  *              were made against, fuzz/mkseeds.c), 1 zeros
  *   bit 3      also recover through a journal file on disk (dcr__journal_recover)
+ *   bit 4      also recover a directory whose journal it is (dcr__dir_recover,
+ *              SPEC.md §18.6): members a, b and c/d, staged a and e
  * The journal and the checkpoint are memfds; everything runs on one thread.
  *
  * Invariants, beyond no crash and no ASan/UBSan report:
@@ -30,6 +32,15 @@
  *   region lengths, an ELEMENTS region has at most `count` elements changed, in a
  *   production build every region hashes to its region_check, and a second replay
  *   succeeds with identical bytes (idempotence).
+ * - member records (1.2, §18.6): a committed journal has them all or none, with
+ *   file_size 0, element size 1, no compression, an operation 0..2, a path of
+ *   1..4096 bytes that is its payload, valid (§2.3), paths strictly increasing;
+ *   replaying one onto a file is DCR_E_JOURNAL and writes nothing.
+ * - recover a directory: DCR_E_JOURNAL (or NOMEM/IO) exactly when the journal
+ *   is not a committed member journal whose every record checks; then the
+ *   journal stays and no member changes; on success the journal and every
+ *   .dcr-* name are gone, and each record's member has its size and hash (or is
+ *   gone: a removal).
  * - recover: returns what read + check_only + replay returned, and DCR_E_JOURNAL
  *   for an uncommitted journal (the checkpoint, no safetensors file, proves
  *   nothing: R-JNL-4); on success the journal file is gone, it was committed and
@@ -125,10 +136,29 @@ static void check_parsed(const dcr__journal *j, const uint8_t *p, size_t size) {
   FUZZ_ASSERT(!memcmp(t, end, 8) && dcr__le64(t + 16) == size && dcr__le64(t + 8) == j->count);
   FUZZ_ASSERT(j->file_size == dcr__le64(p + 16));
   uint64_t at = DCR__JOURNAL_HEADER_SIZE, previous_end = 0;
+  const uint8_t *prev = NULL;
+  size_t prev_n = 0;
   for (uint64_t i = 0; i < j->count; i++) {
     const dcr__jrecord *r = &j->records[i];
     unsigned es = r->element_size;
     FUZZ_ASSERT(r->at == at + DCR__JOURNAL_RECORD_SIZE);
+    FUZZ_ASSERT((r->form == DCR__JREC_MEMBER) == j->members);
+    if (j->members) {
+      const uint8_t *path = p + r->at;
+      size_t n = (size_t)r->length;
+      FUZZ_ASSERT(j->file_size == 0 && es == 1 && !r->compression && !r->reserved &&
+                  r->count <= DCR__JOP_REMOVE && n >= 1 && n <= DCR__JOURNAL_PATH_MAX &&
+                  r->stored_length == r->length);
+      FUZZ_ASSERT(dcr__set_path_valid((const char *)path, n));
+      if (prev) {
+        int order = memcmp(prev, path, n < prev_n ? n : prev_n);
+        FUZZ_ASSERT(order < 0 || (!order && prev_n < n));
+      }
+      prev = path, prev_n = n;
+      at = r->at + r->stored_length;
+      FUZZ_ASSERT(at <= size - DCR__JOURNAL_TRAILER_SIZE);
+      continue;
+    }
     FUZZ_ASSERT(r->form == DCR__JREC_BYTES || r->form == DCR__JREC_ELEMENTS);
     FUZZ_ASSERT(r->compression <= DCR_COMP_ZSTD && !r->reserved);
     if (r->form == DCR__JREC_BYTES)
@@ -155,6 +185,64 @@ static void check_outside(const dcr__journal *j, const uint8_t *a, const uint8_t
     FUZZ_ASSERT(!memcmp(a + from, b + from, (size_t)(to - from)));
     if (i < j->count) from = j->records[i].offset + j->records[i].length;
   }
+}
+
+/* The files of the directory fixture of bit 4: members, then staged ones. */
+static const char *const dir_files[] = {"D/a", "D/b", "D/c/d", "D/.dcr-stage/a", "D/.dcr-stage/e"};
+#define DIR_FILES (sizeof dir_files / sizeof *dir_files)
+#define DIR_FILE_SIZE 64
+
+static int dir_same(uint8_t was[DIR_FILES][DIR_FILE_SIZE + 1], size_t first, size_t count) {
+  for (size_t i = first; i < first + count; i++) {
+    fuzz_buf b = {0};
+    int ok = !fuzz_read_file(fuzz_path(0, dir_files[i]), &b) && b.n == DIR_FILE_SIZE &&
+             !memcmp(b.p, was[i], DIR_FILE_SIZE);
+    fuzz_buf_free(&b);
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+/* Bit 4: the journal as D/.dcr-journal, D recovered (SPEC.md §18.6, R-JNL-7). */
+static void recover_dir(const uint8_t *p, size_t n, const dcr__journal *j) {
+  static uint8_t was[DIR_FILES][DIR_FILE_SIZE + 1];
+  char path[400];
+  snprintf(path, sizeof path, "%s", fuzz_path(0, "D"));
+  FUZZ_ASSERT(!mkdir(path, 0700));
+  mkdir(fuzz_path(0, "D/c"), 0700), mkdir(fuzz_path(0, "D/.dcr-stage"), 0700);
+  for (size_t i = 0; i < DIR_FILES; i++) {
+    for (size_t k = 0; k < DIR_FILE_SIZE; k++) was[i][k] = fuzz_pattern((uint32_t)i % 3, k);
+    fuzz_write_file(fuzz_path(0, dir_files[i]), was[i], DIR_FILE_SIZE);
+  }
+  fuzz_write_file(fuzz_path(1, "D/.dcr-journal"), p, n);
+  int outcome = -1;
+  dcr_detail d;
+  dcr__detail_init(&d);
+  int rc = dcr__dir_recover(path, 0, &outcome, &d);
+  FUZZ_DEBUG("recover dir: %s %s outcome %d\n", dcr_error_name(rc), rc ? d.message : "", outcome);
+  if (rc) {
+    FUZZ_ASSERT(allowed(rc) && d.code == rc && outcome != DCR_JOURNAL_REPLAYED);
+    FUZZ_ASSERT(fuzz_exists(fuzz_path(1, "D/.dcr-journal")));
+    if (rc == DCR_E_JOURNAL) FUZZ_ASSERT(dir_same(was, 0, DIR_FILES));
+  } else {
+    FUZZ_ASSERT(j && (j->members || !j->count) && outcome == DCR_JOURNAL_REPLAYED);
+    FUZZ_ASSERT(!fuzz_exists(fuzz_path(1, "D/.dcr-journal")) &&
+                !fuzz_exists(fuzz_path(1, "D/.dcr-stage")));
+    for (uint64_t i = 0; i < j->count; i++) {
+      const dcr__jrecord *r = &j->records[i];
+      char member[DCR__JOURNAL_PATH_MAX + 8];
+      snprintf(member, sizeof member, "D/%.*s", (int)r->length, (const char *)p + r->at);
+      fuzz_buf b = {0};
+      int there = !fuzz_read_file(fuzz_path(1, member), &b);
+      if (r->count == DCR__JOP_REMOVE) FUZZ_ASSERT(!there);
+      else FUZZ_ASSERT(there && b.n == r->offset);
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+      if (r->count != DCR__JOP_REMOVE) FUZZ_ASSERT(XXH3_64bits(b.p, b.n) == r->region_check);
+#endif
+      fuzz_buf_free(&b);
+    }
+  }
+  fuzz_rmtree(path);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -202,6 +290,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rc_check = dcr__journal_replay(&j, jfd, cfd, 1, FUZZ_BUDGET, NULL, 1, &written, &d);
     FUZZ_DEBUG("check: %s %s\n", dcr_error_name(rc_check), rc_check ? d.message : "");
     if (rc_check) FUZZ_ASSERT(allowed(rc_check) && d.code == rc_check);
+    if (j.members) FUZZ_ASSERT(rc_check == DCR_E_JOURNAL);
     if (j.file_size != ckpt) FUZZ_ASSERT(rc_check == DCR_E_JOURNAL);
     snapshot(after, ckpt);
     FUZZ_ASSERT(!memcmp(after, before, ckpt));
@@ -221,7 +310,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snapshot(after, ckpt); /* the size never changes */
     if (rc_write) {
       FUZZ_ASSERT(allowed(rc_write) && d.code == rc_write && written == 0);
-      if (j.file_size == ckpt) check_outside(&j, before, after, ckpt);
+      if (j.members) FUZZ_ASSERT(!memcmp(after, before, ckpt));
+      else if (j.file_size == ckpt) check_outside(&j, before, after, ckpt);
       else FUZZ_ASSERT(!memcmp(after, before, ckpt));
     } else {
       uint64_t sum = 0;
@@ -280,6 +370,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     FUZZ_ASSERT(fuzz_dir_entries(fuzz_dir()) == 0);
   }
+  if (opt & 16) recover_dir(p, n, committed ? &j : NULL);
   dcr__journal_free(&j);
   return 0;
 }

@@ -606,7 +606,15 @@ DCR_API int dcr_patch_memory(dcr_patch *patch, dcr_resolve_fn resolve, void *opa
  * fails with DCR_E_JOURNAL and changes neither (see dcr_patch_set_salvage). The
  * file is locked (flock) while patched. A symbolic link is refused
  * (DCR_E_ARGUMENT): the file it points to may be shared, as a Hugging Face
- * cache's blobs are; hard links share the change. */
+ * cache's blobs are; hard links share the change. *
+ * A set bundle (DCR_KIND_SET) takes path as a model directory (SPEC.md §18.6):
+ * the target is written and checked in full (whatever the level) into the
+ * hidden PATH/.dcr-stage/, then through one journal, PATH/.dcr-journal, members
+ * of the same size get only their changed blocks, resized or added ones are
+ * renamed in from the stage, removed ones go; members already at the target are
+ * not touched (stats: already_target when none changes). The directory is locked
+ * while patched, a linked one is refused (DCR_E_ARGUMENT), and a member that is a
+ * link is replaced, never written through. Needs room for the target beside it. */
 DCR_API int dcr_patch_file(dcr_patch *patch, const char *path, dcr_detail *detail);
 
 /* Salvage (files, default 0): a checkpoint part-written by an interrupted apply of

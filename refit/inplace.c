@@ -271,12 +271,12 @@ int dcr_patch_file(dcr_patch *p, const char *path, dcr_detail *d) {
   dcr_reader *r = p->r;
   inplace ip = {.p = p, .path = path, .fd = -1, .jw = {.fd = -1}};
   if (dcr__need_whole(r, d)) return DCR_E_ARGUMENT;
-  /* §10.3: one journal per file; a set would need one across its members */
-  if (r->man.kind == DCR_KIND_SET)
-    return dcr__detail_file(d, path),
-           dcr__fail(d, DCR_E_ARGUMENT, "cannot apply a checkpoint set in place (format 1.1 "
-                     "defines no journal across member files); write a new directory instead "
-                     "(dcr apply BASE_DIR BUNDLE -o NEW_DIR), which appears at once");
+  /* §18.6: a set's members, through one journal of member records */
+  if (r->man.kind == DCR_KIND_SET) {
+    int rc = dcr__patch_dir(p, path, d);
+    if (rc && !d->file[0]) dcr__detail_file(d, rc == DCR_E_BASE_MISMATCH ? path : r->path);
+    return rc;
+  }
   /* This bundle's two states prove a file whole too (R-JNL-4): a damaged journal
    * beside this bundle's base or target costs nothing. */
   uint8_t known[32];

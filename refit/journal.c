@@ -22,6 +22,7 @@ static const uint8_t MAGIC[8] = {0x89, 'D', 'C', 'J', '\r', '\n', 0x1A, '\n'};
 static const uint8_t END[8] = {'D', 'C', 'J', 'E', 'N', 'D', '\r', '\n'};
 #define MAJOR 1
 #define MINOR 1 /* 1.1: published by rename (SPEC.md §18.4) */
+#define MINOR_MEMBERS 2 /* 1.2: member records, a directory's journal (§18.6) */
 /* A region is at most a chunk (2^30), or a safetensors prefix (8 + max_header_size):
  * 2^31 bounds both, and what a replay allocates. */
 #define MAX_REGION (1ull << 31)
@@ -70,7 +71,8 @@ int dcr__journal_create(dcr__jwriter *w, const char *path, uint64_t file_size,
   uint8_t h[DCR__JOURNAL_HEADER_SIZE] = {0};
   memcpy(h, MAGIC, 8);
   dcr__put16(h + 8, MAJOR);
-  dcr__put16(h + 10, MINOR);
+  dcr__put16(h + 10, file_size == DCR__JOURNAL_DIRECTORY ? MINOR_MEMBERS : MINOR);
+  if (file_size == DCR__JOURNAL_DIRECTORY) file_size = 0;
   dcr__put64(h + 16, file_size);
   memcpy(h + 24, base_state, 16);
   memcpy(h + 40, target_state, 16);
@@ -206,7 +208,8 @@ static void record_parse(const uint8_t *p, dcr__jrecord *r) {
 static int check_record(const dcr__jrecord *r, uint64_t file_size, uint64_t previous_end,
                         uint64_t left, uint64_t at, dcr_detail *d) {
   unsigned es = r->element_size;
-  if (r->form > DCR__JREC_ELEMENTS) return malformed(d, at, "unknown record form");
+  if (r->form > DCR__JREC_MEMBER) return malformed(d, at, "unknown record form");
+  if (r->form == DCR__JREC_MEMBER) return DCR_OK; /* check_member */
   if (r->compression > DCR_COMP_ZSTD || r->reserved)
     return malformed(d, at, "unknown compression or reserved byte set");
   if (r->form == DCR__JREC_BYTES ? es != 1 || r->count : es != 1 && es != 2 && es != 4 && es != 8)
@@ -218,6 +221,33 @@ static int check_record(const dcr__jrecord *r, uint64_t file_size, uint64_t prev
   if (r->offset < previous_end || r->offset > file_size || r->length > file_size - r->offset)
     return malformed(d, at, "region overlaps the previous one or lies beyond the file");
   if (r->stored_length > left) return malformed(d, at, "payload runs past the trailer");
+  return DCR_OK;
+}
+
+/* §18.6: a member record, whose payload (its path) is read here, against the
+ * previous record's path (prev, *prev_length bytes; 0: the first). */
+static int check_member(int fd, const dcr__jrecord *r, uint64_t file_size, uint64_t left,
+                        uint64_t at, char prev[DCR__JOURNAL_PATH_MAX], size_t *prev_length,
+                        dcr_detail *d) {
+  char path[DCR__JOURNAL_PATH_MAX];
+  if (file_size) return malformed(d, 16, "member records in a journal for a file of bytes");
+  if (r->element_size != 1 || r->compression || r->reserved || r->count > DCR__JOP_REMOVE)
+    return malformed(d, at, "member record: element size, compression, reserved byte or "
+                     "operation wrong");
+  if (!r->length || r->length > DCR__JOURNAL_PATH_MAX || r->stored_length != r->length)
+    return malformed(d, at, "member record: path length 0, over 4096, or not its payload's");
+  if (r->count == DCR__JOP_REMOVE && (r->offset || r->region_check))
+    return malformed(d, at, "member record: a removal with a size or check");
+  if (r->stored_length > left) return malformed(d, at, "payload runs past the trailer");
+  size_t n = (size_t)r->length;
+  int rc = dcr__pread_full(fd, path, n, at + DCR__JOURNAL_RECORD_SIZE, d);
+  if (rc) return rc;
+  if (!dcr__set_path_valid(path, n)) return malformed(d, at, "member record: not a member path");
+  int order = memcmp(prev, path, n < *prev_length ? n : *prev_length);
+  if (*prev_length && (order > 0 || (!order && *prev_length >= n)))
+    return malformed(d, at, "member record: paths not in increasing order");
+  memcpy(prev, path, n);
+  *prev_length = n;
   return DCR_OK;
 }
 
@@ -283,6 +313,8 @@ int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d) {
   j->records = malloc((size_t)count * sizeof *j->records + 1);
   if (!j->records) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   uint64_t previous_end = 0;
+  char prev[DCR__JOURNAL_PATH_MAX];
+  size_t prev_length = 0;
   for (uint64_t i = 0; i < count; i++) {
     uint8_t rh[DCR__JOURNAL_RECORD_SIZE];
     dcr__jrecord *r = &j->records[i];
@@ -291,6 +323,12 @@ int dcr__journal_read(int fd, dcr__journal *j, dcr_detail *d) {
     record_parse(rh, r);
     at += sizeof rh;
     if ((rc = check_record(r, j->file_size, previous_end, end - at, at - sizeof rh, d)))
+      return rc;
+    if (i && (r->form == DCR__JREC_MEMBER) != j->members)
+      return malformed(d, at - sizeof rh, "member records mixed with region records");
+    j->members = r->form == DCR__JREC_MEMBER;
+    if (j->members && (rc = check_member(fd, r, j->file_size, end - at, at - sizeof rh, prev,
+                                         &prev_length, d)))
       return rc;
     r->at = at;
     at += r->stored_length;
@@ -443,6 +481,8 @@ int dcr__journal_replay(const dcr__journal *j, int journal_fd, int ckpt_fd, unsi
   replayer rp = {.j = j, .journal_fd = journal_fd, .ckpt_fd = ckpt_fd, .check_only = check_only,
                  .faults = faults};
   struct stat st;
+  if (j->members)
+    return dcr__fail(d, DCR_E_JOURNAL, "a directory's journal (member records), not a file's");
   if (fstat(ckpt_fd, &st)) return dcr__fail(d, DCR_E_IO, "cannot stat: %s", strerror(errno));
   if ((uint64_t)st.st_size != j->file_size)
     return dcr__fail(d, DCR_E_JOURNAL, "the journal is for a file of %llu bytes; this one has "
@@ -579,6 +619,7 @@ int dcr_journal_recover_known(const char *path, int sync, const uint8_t *states,
   dcr__detail_init(d);
   *outcome = DCR_JOURNAL_NONE;
   if (count && !states) return dcr__fail(d, DCR_E_ARGUMENT, "no states");
+  if (dcr__is_dir(path)) return dcr__dir_recover(path, sync, outcome, d);
   dcr__recovery how = {.sync = sync, .known = states, .known_count = count};
   int fd, rc = dcr__open_checkpoint(path, &fd, d);
   if (!rc) rc = dcr__journal_recover(path, fd, &how, outcome, d);

@@ -9,6 +9,8 @@
  *   changes.c  dcr_changes: decoded changes for memory the library cannot touch
  *   journal.c  the apply journal (§18): writing, reading, replaying, recovering
  *   inplace.c  dcr_patch_file: in-place file apply through the journal
+ *   inplace_dir.c  dcr_patch_file on a directory (a set): member files changed
+ *              where they lie through one journal of member records (§18.6)
  *   series.c   the work file of a chain of bundles (dcr apply's series, history
  *              extract): patched in place, copied where the layout changes
  */
@@ -73,7 +75,12 @@ DCR_HIDDEN int dcr__open_checkpoint(const char *path, int *fd, dcr_detail *d);
 #define DCR__JOURNAL_HEADER_SIZE 64u
 #define DCR__JOURNAL_RECORD_SIZE 40u
 #define DCR__JOURNAL_TRAILER_SIZE 32u
-enum { DCR__JREC_BYTES = 0, DCR__JREC_ELEMENTS = 1 };
+/* dcr__journal_create's file_size for a directory's journal (minor 2, file_size 0) */
+#define DCR__JOURNAL_DIRECTORY UINT64_MAX
+enum { DCR__JREC_BYTES = 0, DCR__JREC_ELEMENTS = 1, DCR__JREC_MEMBER = 2 /* 1.2 */ };
+/* A member record's operation (its count field, SPEC.md §18.6). */
+enum { DCR__JOP_PATCH = 0, DCR__JOP_REPLACE = 1, DCR__JOP_REMOVE = 2 };
+#define DCR__JOURNAL_PATH_MAX 4096u /* a member record's path, at most */
 
 typedef struct { /* one record's header (§18.2) */
   uint64_t offset, length;
@@ -136,6 +143,7 @@ typedef struct {
   int committed;   /* 0: not committed (§18.3 steps 1, 4, 6); then there are no records */
   const char *why; /* not committed: why, for messages ("its trailer's check fails") */
   int foreign;     /* DCR_E_JOURNAL at step 2, 3 or 5: not ours to remove, ever */
+  int members;     /* a directory's journal: its records are member records (1.2) */
 } dcr__journal;
 
 /* Parses journal bytes from fd. DCR_E_JOURNAL for a journal that is committed but
@@ -173,6 +181,14 @@ typedef struct {
 enum { DCR__JOURNAL_UNUSABLE = 3, DCR__JOURNAL_FOREIGN = 4 };
 DCR_HIDDEN int dcr__journal_recover(const char *ckpt, int ckpt_fd, const dcr__recovery *how,
                                     int *outcome, dcr_detail *d);
+
+/* ---- inplace_dir.c (SPEC.md §18.6) */
+DCR_HIDDEN int dcr__patch_dir(dcr_patch *p, const char *dir, dcr_detail *d);
+/* Finishes the journal an interrupted directory apply left (R-JNL-6); *outcome as
+ * dcr__journal_recover's. Takes the directory's lock for the call. */
+DCR_HIDDEN int dcr__dir_recover(const char *dir, int sync, int *outcome, dcr_detail *d);
+/* Whether path is a directory (not through a link). */
+DCR_HIDDEN int dcr__is_dir(const char *path);
 
 /* ---- series.c: a chain of bundles applied to one work file, a hidden temporary
  * beside its destination that is committed there at the end. It has a name

@@ -3,7 +3,7 @@
 # `dcr apply --in-place` at each verification level, a bundle applied twice, a
 # wrong base, a layout that cannot be patched in place, journals left behind, a
 # locked checkpoint, and series (in place and copied, in order, out of order,
-# resumed).
+# resumed); model directories in place (§18.6).
 #
 # usage: tests/cli_refit_test.sh [path/to/dcr]      (default: build/dcr)
 set -u
@@ -237,6 +237,82 @@ t_usage() {
   want_rc 2 "series from stdin"
 }
 tcase "usage errors: -o with --in-place, a bad --verify, - in place or in a series" t_usage
+
+# ---- model directories in place (SPEC.md §18.6): a 4-shard set, a tensor moved
+# between shards, the vocabulary grown (shards resized), tokenizer files removed
+MKSET=$HERE/mkset.py
+"$DCR" synth d0.st d1.st --size 4M --rate 0.01 --seed 6 -q && "$DCR" synth dx.st d3.st --size 4M --rate 0.02 --seed 6 -q &&
+  python3 "$MKSET" d0.st D0 && python3 "$MKSET" d1.st D1 --reverse --move model.embed_tokens.weight &&
+  python3 "$MKSET" d1.st D2 --grow model.embed_tokens.weight:64 --config '{"vocab_size": 1762}' &&
+  python3 "$MKSET" d3.st D3 --grow model.embed_tokens.weight:64 --config '{"vocab_size": 1762}' --no-extras &&
+  "$DCR" encode D0 D1 -o db1.dcr -q && "$DCR" encode D1 D2 -o db2.dcr -q && "$DCR" encode D2 D3 -o db3.dcr -q ||
+  { echo "not ok - setup: sets"; exit 1; }
+# same_tree A B: the same files, byte for byte, and nothing else (hidden ones too)
+same_tree() { diff -r "$1" "$2" >/dev/null || fail "$3: $1 and $2 differ: $(diff -rq "$1" "$2" | head -3 | tr '\n' '|')"; }
+inode() { stat -c %i "$1"; }
+
+t_dir() {
+  rm -rf W && cp -r D0 W || return
+  local tok
+  tok=$(inode W/tokenizer.json)
+  run apply -i W db1.dcr
+  want_rc 0 "moved tensor" && has e "patched in place" "moved tensor" || return
+  run apply D0 db1.dcr -o C1; want_rc 0 "copy" || return
+  same_tree W C1 "in place = copy (moved tensor)"
+  [ "$(inode W/tokenizer.json)" = "$tok" ] || fail "an unchanged member was rewritten"
+  run apply -i W db1.dcr
+  want_rc 0 "again" && has e "already at the target" "again" && same_tree W C1 "again" || return
+  run apply -i W db2.dcr
+  want_rc 0 "grown vocabulary" || return
+  run apply C1 db2.dcr -o C2; want_rc 0 "copy 2" || return
+  same_tree W C2 "in place = copy (grown vocabulary)"
+  run apply -i W db3.dcr
+  want_rc 0 "removed members" || return
+  run apply C2 db3.dcr -o C3; want_rc 0 "copy 3" || return
+  same_tree W C3 "in place = copy (removed members)" && same_tree W D3 "the target"
+  [ -e W/tokenizer ] && fail "a directory its members left stays"
+  rm -rf W && cp -r D0 W && run apply -i W db1.dcr db2.dcr db3.dcr
+  want_rc 0 "series" && has e "3 bundles" "series" && same_tree W D3 "series" || return
+  run apply -i W db1.dcr db2.dcr db3.dcr
+  want_rc 0 "series again" && has e "already at the target" "series again"
+  rm -rf W && cp -r D0 W && "$DCR" apply -i W db1.dcr -q && run apply -i W db1.dcr db2.dcr db3.dcr
+  want_rc 0 "series resumed" && has e "2 bundles" "series resumed" && same_tree W D3 "series resumed"
+}
+tcase "a model directory in place: the copy's files byte for byte, unchanged members untouched, again a no-op, a series resumed (§18.6)" t_dir
+
+t_dir_refused() {
+  rm -rf W && cp -r D0 W || return
+  run apply -i W db2.dcr
+  want_rc 1 "wrong base" && has e DCR_E_BASE_MISMATCH "wrong base" && same_tree W D0 "wrong base" || return
+  ln -sfn W WL && run apply -i WL db1.dcr
+  want_rc 2 "a linked directory" && has e "symbolic link" "a linked directory" || return
+  cp d0.st notdir && run apply -i notdir db1.dcr
+  want_rc 1 "a file for a set" && has e "not a directory" "a file for a set" && same notdir d0.st "a file" || return
+  flock W sleep 1 &
+  local holder=$!
+  sleep 0.3
+  run apply -i W db1.dcr
+  wait "$holder"
+  want_rc 3 "locked" && has e "another process" "locked" && same_tree W D0 "locked" || return
+  # what a killed writer left before publishing goes; it was never a member
+  mkdir -p W/.dcr-stage/x W/.dcr-a1b2c3 && echo junk > W/.dcr-journal.tmp
+  run apply -i W db1.dcr
+  want_rc 0 "leftovers" && same_tree W D1 "leftovers cleaned"
+}
+tcase "a directory in place: a wrong base, a link, a lock refused, changing nothing; a killed writer's leftovers go" t_dir_refused
+
+t_dir_journal() {
+  rm -rf W && cp -r D0 W || return
+  local id
+  id=$("$DCR" id W | cut -d' ' -f1)
+  printf 'not a journal at all, but long enough to have a header of sixty-four bytes..' > W/.dcr-journal
+  [ "$("$DCR" id W | cut -d' ' -f1)" = "$id" ] || fail "a journal changed the directory's state id"
+  run apply -i W db1.dcr
+  want_rc 1 "foreign journal" && has e DCR_E_JOURNAL "foreign journal" && [ -e W/.dcr-journal ] &&
+    same_tree W/model-00001-of-00004.safetensors D0/model-00001-of-00004.safetensors "foreign" ||
+    fail "a foreign journal is kept and nothing changes"
+}
+tcase "a directory's journal: hidden, so no member (the state id stays); a foreign one is kept and refused" t_dir_journal
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

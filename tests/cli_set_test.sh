@@ -147,7 +147,9 @@ t_output_rules() {
   ln -s O current
   run apply B s.dcr -o current -f; want_rc 2 "a link is not replaced"; has e "ln -sfn" "says what to do"
   [ "$(readlink current)" = O ] || fail "the link is untouched"
-  run apply --in-place B s.dcr; want_rc 2 "in place is refused for a set"; has e "new directory" "says what to do"
+  # in place on a directory (SPEC.md §18.6; cli_refit_test.sh tests it): on a copy, B stays
+  rm -rf BI && cp -r B BI && run apply --in-place BI s.dcr; want_rc 0 "in place on a set"
+  same_tree BI T; rm -rf BI
   same_tree B "$(python3 "$MKSET" b.st BB >/dev/null && echo BB)"
 }
 

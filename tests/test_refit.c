@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1672,6 +1673,161 @@ static void test_classed_chunks_apply_everywhere(void **state) {
   unlink(pb), unlink(pt), unlink(bundle), unlink(b11), unlink(p_work);
 }
 
+/* ---- a model directory in place (SPEC.md §18.6) ----------------------------- */
+
+/* A set: a.safetensors (model a), config.json (text), and either tok/extra.txt
+ * (the base's) or new.txt (the targets'). */
+static void write_set(const char *root, const model *a, const char *config, int base) {
+  char path[512];
+  mkdir(root, 0777);
+  snprintf(path, sizeof path, "%s/a.safetensors", root), write_model(path, a);
+  snprintf(path, sizeof path, "%s/config.json", root), write_bytes(path, config, strlen(config));
+  snprintf(path, sizeof path, "%s/%s", root, base ? "tok" : "new.txt");
+  if (base) mkdir(path, 0777), strcat(path, "/extra.txt");
+  write_bytes(path, base ? "hello" : "new", base ? 5 : 3);
+}
+
+__attribute__((format(printf, 1, 2))) static int shell(const char *fmt, ...) {
+  char cmd[1400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  return system(cmd);
+}
+
+static int same_tree(const char *a, const char *b) {
+  return shell("diff -r '%s' '%s' >/dev/null 2>&1", a, b) == 0;
+}
+
+/* §18.6: a set in place gives the copy apply's files byte for byte, whether a
+ * member is patched (same size), replaced (resized, added) or removed; again is a
+ * no-op; and whatever write or fsync fails, the call is DCR_E_IO, the directory is
+ * the base or the target or has its journal, and a clean call then gives the
+ * target with nothing of the apply left. */
+static void test_inplace_directory_faults(void **state) {
+  (void)state;
+  char sb[400], st_[400], sa[400], w[400], copy[400], bt[400], ba[400];
+  snprintf(sb, sizeof sb, "%s/SB", dir), snprintf(st_, sizeof st_, "%s/ST", dir);
+  snprintf(sa, sizeof sa, "%s/SA", dir), snprintf(w, sizeof w, "%s/W", dir);
+  snprintf(copy, sizeof copy, "%s/C", dir), snprintf(bt, sizeof bt, "%s/set.dcr", dir);
+  snprintf(ba, sizeof ba, "%s/seta.dcr", dir);
+  write_set(sb, &m_base, "{\"v\": 1}", 1);
+  write_set(st_, &m_target, "{\"v\": 22}", 0);
+  write_set(sa, &m_add, "{\"v\": 22}", 0);
+  encode(sb, st_, bt), encode(sb, sa, ba);
+  const char *bundles[] = {bt, ba}, *targets[] = {st_, sa};
+  for (int which = 0; which < 2; which++) {
+    dcr_reader *r = open_bundle(bundles[which]);
+    dcr_detail d;
+    shell("rm -rf '%s' '%s'", w, copy);
+    dcr_apply_options o;
+    dcr_apply_options_default(&o);
+    assert_int_equal(dcr_apply(r, sb, copy, &o, &d), DCR_OK);
+    assert_true(same_tree(copy, targets[which]));
+    unsigned tried = 0, journals = 0, failures = 0;
+    for (int kind = 0; kind < 3; kind++) /* 0: clean, counting; 1: writes; 2: fsyncs */
+      for (uint64_t k = 1;; k++) {
+        static dcr__faults clean;
+        if (kind == 0 && k > 1) break;
+        if (kind && k > (kind == 1 ? clean.writes : clean.syncs)) break;
+        dcr__faults f = {.fail_write = kind == 1 ? k : 0, .fail_sync = kind == 2 ? k : 0,
+                         .torn = 3, .error = EIO};
+        shell("rm -rf '%s'", w), shell("cp -r '%s' '%s'", sb, w);
+        dcr_patch *p = new_patch(r, DCR_VERIFY_FULL, 1);
+        if (kind) dcr__patch_set_faults(p, &f);
+        else dcr__patch_set_faults(p, &clean), memset(&clean, 0, sizeof clean);
+        int rc = dcr_patch_file(p, w, &d);
+        dcr_patch_free(p);
+        if (!kind) {
+          if (rc) fail_msg("%s: %s", dcr_error_name(rc), d.message);
+          assert_true(same_tree(w, copy));
+          continue;
+        }
+        tried++;
+        char journal[420];
+        snprintf(journal, sizeof journal, "%s/.dcr-journal", w);
+        int has_journal = exists(journal);
+        journals += (unsigned)has_journal;
+        int whole = shell("diff -r -x '.*' '%s' '%s' >/dev/null", w, sb) == 0 ||
+                    shell("diff -r -x '.*' '%s' '%s' >/dev/null", w, targets[which]) == 0;
+        p = new_patch(r, DCR_VERIFY_FULL, 1);
+        int rc2 = dcr_patch_file(p, w, &d);
+        dcr_patch_stats st = stats_of(p);
+        dcr_patch_free(p);
+        if (rc != DCR_E_IO || (!whole && !has_journal) || rc2 || !same_tree(w, copy) ||
+            (has_journal && !st.recovered)) {
+          failures++;
+          print_message("FAULT set %d kind %d k %llu: rc %s, whole %d, journal %d, rerun %s "
+                        "(%s)\n", which, kind, (unsigned long long)k, dcr_error_name(rc), whole,
+                        has_journal, dcr_error_name(rc2), d.message);
+        }
+      }
+    /* again: nothing to do */
+    dcr_patch *p = new_patch(r, DCR_VERIFY_FULL, 1);
+    assert_int_equal(dcr_patch_file(p, w, &d), DCR_OK);
+    assert_int_equal(stats_of(p).already_target, 1);
+    dcr_patch_free(p);
+    assert_true(same_tree(w, copy));
+    print_message("set %d: %u faults injected, %u left a journal\n", which, tried, journals);
+    assert_true(tried > 4 && journals > 0);
+    assert_int_equal(failures, 0);
+    dcr_reader_free(r);
+  }
+  shell("rm -rf '%s' '%s'", sb, st_), shell("rm -rf '%s' '%s'", sa, w);
+  shell("rm -rf '%s' '%s'", copy, bt), unlink(ba);
+}
+
+/* testvectors/journal-v1.2 (SPEC.md §18.6, R-JNL-7): each vector's directory
+ * recovered through the public call, its files compared with the outcome. */
+static void put_files(const char *root, const char *vdir, const json_t *files) {
+  size_t i;
+  const json_t *f;
+  json_array_foreach(files, i, f) {
+    char from[700], to[700];
+    snprintf(from, sizeof from, "%s/%s", vdir, json_string_value(json_object_get(f, "file")));
+    snprintf(to, sizeof to, "%s/%s", root, json_string_value(json_object_get(f, "path")));
+    assert_int_equal(shell("mkdir -p \"$(dirname '%s')\" && cp '%s' '%s'", to, from, to), 0);
+  }
+}
+
+static void test_journal_v12_vectors(void **state) {
+  (void)state;
+  const char *vdir = "testvectors/journal-v1.2";
+  char path[600], got[400], want[400];
+  snprintf(path, sizeof path, "%s/index.json", vdir);
+  json_error_t e;
+  json_t *index = json_load_file(path, 0, &e);
+  if (!index) fail_msg("%s: %s (run from the source tree)", path, e.text);
+  snprintf(got, sizeof got, "%s/V", dir), snprintf(want, sizeof want, "%s/E", dir);
+  size_t i, played = 0;
+  const json_t *v;
+  json_array_foreach(json_object_get(index, "vectors"), i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    const char *outcome = json_string_value(json_object_get(v, "outcome"));
+    const json_t *journal = json_object_get(v, "journal");
+    shell("rm -rf '%s' '%s' && mkdir '%s' '%s'", got, want, got, want);
+    put_files(got, vdir, json_object_get(v, "before"));
+    if (json_is_object(journal))
+      shell("cp '%s/%s' '%s/.dcr-journal'", vdir,
+            json_string_value(json_object_get(journal, "file")), got);
+    if (!strcmp(outcome, "kept")) shell("cp -r '%s/.' '%s'", got, want);
+    else put_files(want, vdir, json_object_get(v, "after"));
+    int outcome_got = -1;
+    dcr_detail d;
+    int rc = dcr_journal_recover_known(got, 0, NULL, 0, &outcome_got, &d);
+    int want_rc = !strcmp(outcome, "kept") ? DCR_E_JOURNAL : DCR_OK;
+    int want_outcome = !strcmp(outcome, "replayed") ? DCR_JOURNAL_REPLAYED : DCR_JOURNAL_NONE;
+    if (rc != want_rc || (!rc && outcome_got != want_outcome) || !same_tree(got, want))
+      fail_msg("journal-v1.2 %s: %s (%s), outcome %d, files %s", name, dcr_error_name(rc),
+               d.message, outcome_got, same_tree(got, want) ? "as expected" : "differ");
+    played++;
+  }
+  assert_true(played >= 13);
+  shell("rm -rf '%s' '%s'", got, want);
+  json_decref(index);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_apply_every_level_gives_target),
@@ -1697,6 +1853,8 @@ int main(void) {
       cmocka_unit_test(test_inplace_none_rerun_after_recovery_is_target),
       cmocka_unit_test(test_journal_replay_within_the_budget),
       cmocka_unit_test(test_journal_damaged_after_crash_mid_replay),
+      cmocka_unit_test(test_inplace_directory_faults),
+      cmocka_unit_test(test_journal_v12_vectors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,8 +1,10 @@
 /*
  * mkjournals.c - writes the golden test vectors of the apply journal, the
- * companion format of SPEC.md §18: 1.0 (testvectors/journal-v1/, frozen) and 1.1
+ * companion format of SPEC.md §18: 1.0 (testvectors/journal-v1/, frozen), 1.1
  * (testvectors/journal-v1.1/: what a reader does with a journal it cannot replay,
- * which depends on the checkpoint's state id, so its checkpoints are safetensors).
+ * which depends on the checkpoint's state id, so its checkpoints are safetensors)
+ * and 1.2 (testvectors/journal-v1.2/: a set's journal of member records, §18.6,
+ * each vector a directory's files).
  *
  *   mkjournals OUTDIR
  *
@@ -2243,6 +2245,217 @@ static void journal11_vectors(void) {
   jfree(&j);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Journal 1.2 (testvectors/journal-v1.2/): a set's journal of member records
+ * (SPEC.md §18.6). A vector is a directory: its files (members, and what a
+ * writer left under .dcr-*), a journal for DIR/.dcr-journal or none, and what
+ * recovering DIR does.                                                       */
+
+#define SEED12 0x44434a726e6c3132ull /* "DCJrnl12" */
+static json_t *vectors12;
+static int counts12[3];
+static const char *const outcomes12[3] = {"replayed", "kept", "cleaned"};
+
+typedef struct {
+  const char *path;
+  int op;         /* 0 patch, 1 replace, 2 remove */
+  const buf *now; /* the member once done (patch, replace) */
+  int form;       /* 2, or another to break the rule */
+  uint64_t size_xor, check_xor;
+} mrec;
+
+typedef struct {
+  const char *path;
+  const buf *b;
+} dfile;
+
+static void put_header12(buf *out, uint64_t file_size) {
+  static const uint8_t magic[8] = {0x89, 'D', 'C', 'J', '\r', '\n', 0x1A, '\n'};
+  bput(out, magic, 8);
+  bu16(out, 1);
+  bu16(out, 2);
+  bu32(out, 0);
+  bu64(out, file_size);
+  for (int i = 0; i < 32; i++) bu8(out, (uint8_t)(0x40 + i)); /* informative states */
+  bu64(out, xxh64(out->p, 56));
+}
+
+static buf member_journal(const mrec *r, size_t n, uint64_t file_size) {
+  buf out = {0};
+  put_header12(&out, file_size);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(r[i].path);
+    uint64_t size = r[i].op == 2 ? 0 : r[i].now->n, check = r[i].op == 2 ? 0 : xxh64(r[i].now->p, r[i].now->n);
+    bu64(&out, size ^ r[i].size_xor);
+    bu64(&out, len);
+    bu8(&out, (uint8_t)(r[i].form ? r[i].form : 2));
+    bu8(&out, 1);
+    bu8(&out, 0);
+    bu8(&out, 0);
+    bu32(&out, (uint32_t)r[i].op);
+    bu64(&out, len);
+    bu64(&out, check ^ r[i].check_xor);
+    bput(&out, r[i].path, len);
+  }
+  static const uint8_t end[8] = {'D', 'C', 'J', 'E', 'N', 'D', '\r', '\n'};
+  bput(&out, end, 8);
+  bu64(&out, n);
+  bu64(&out, out.n + 16);
+  bu64(&out, xxh64(out.p, out.n));
+  return out;
+}
+
+static json_t *dfiles(const char *vname, const char *role, const dfile *f, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++) {
+    char name[200];
+    const char *sha;
+    snprintf(name, sizeof name, "%s-%s-%zu", vname, role, i);
+    for (char *c = name; *c; c++)
+      if (*c == '/') *c = '-';
+    const char *rel = ckpt_file(name, f[i].b, &sha);
+    json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "path", f[i].path, "file", rel, "sha256", sha));
+  }
+  return a;
+}
+
+/* after: NULL for kept (the directory as it was, the journal too) */
+static void emit12(const char *name, const char *covers, const char *text, const dfile *before,
+                   size_t nb, const buf *journal, const dfile *after, size_t na) {
+  int o = 0;
+  while (o < 3 && strncmp(name, outcomes12[o], strlen(outcomes12[o]))) o++;
+  if (o == 3) die("vector %s: no outcome", name);
+  counts12[o]++;
+  json_t *j = json_null();
+  if (journal) {
+    char rel[256], sha[65];
+    snprintf(rel, sizeof rel, "journal/%s.dcr-journal", strchr(name, '/') + 1);
+    write_file(rel, journal, sha);
+    j = json_pack("{s:s, s:s}", "file", rel, "sha256", sha);
+  }
+  json_array_append_new(vectors12, json_pack("{s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "name",
+                                             name, "covers", csv(covers), "text", text, "outcome",
+                                             outcomes12[o], "before", dfiles(name, "before", before, nb),
+                                             "journal", j,
+                                             "after", after ? dfiles(name, "after", after, na) : json_null(),
+                                             "error", o == 1 ? json_string("DCR_E_JOURNAL") : json_null()));
+}
+
+static buf rbuf(size_t n) {
+  buf b = {0};
+  for (size_t i = 0; i < n; i++) bu8(&b, rbyte());
+  return b;
+}
+
+static void journal12_vectors(void) {
+  buf a = rbuf(4096), a2 = bdup(&a), cfg = rbuf(40), cfg2 = rbuf(57), d = rbuf(300), e = rbuf(512);
+  for (size_t i = 100; i < a2.n; i += 700) a2.p[i] ^= 0x5A; /* same size: a patch */
+  const mrec full[] = {{"a", 0, &a2, 0, 0, 0}, {"c/d", 2, NULL, 0, 0, 0},
+                       {"config.json", 1, &cfg2, 0, 0, 0}, {"e", 1, &e, 0, 0, 0}};
+  const dfile before[] = {{"a", &a}, {"c/d", &d}, {"config.json", &cfg},
+                          {".dcr-stage/a", &a2}, {".dcr-stage/config.json", &cfg2},
+                          {".dcr-stage/e", &e}};
+  const dfile after[] = {{"a", &a2}, {"config.json", &cfg2}, {"e", &e}};
+  buf j = member_journal(full, 4, 0);
+  emit12("replayed/patch-replace-remove", "R-JNL-6,R-JNL-7,§18.6",
+         "a patch (same size: the staged bytes that differ are written), two replaces (a "
+         "member resized, one added: renamed in from .dcr-stage/), a remove (and the "
+         "directory it empties); the journal and .dcr-stage/ go",
+         before, 6, &j, after, 3);
+  /* a crash after the renames and the removal, during the patch's writes */
+  buf a_mid = bdup(&a);
+  memcpy(a_mid.p, a2.p, 1000);
+  const dfile mid[] = {{"a", &a_mid}, {"config.json", &cfg2}, {"e", &e}, {".dcr-stage/a", &a2}};
+  emit12("replayed/after-a-crash", "R-JNL-7,§18.6",
+         "the same journal after a crash part way: the replaces done (their staged files "
+         "gone, the members the staged bytes), the removal done, the patch part written: "
+         "replaying again finishes it",
+         mid, 4, &j, after, 3);
+  bfree(&j);
+
+  /* kept: DCR_E_JOURNAL, nothing changes */
+  const dfile no_stage[] = {{"a", &a}, {"config.json", &cfg}};
+  const mrec patch_only[] = {{"a", 0, &a2, 0, 0, 0}};
+  j = member_journal(patch_only, 1, 0);
+  emit12("kept/patch-without-stage", "R-JNL-7,§18.6",
+         "a patch whose staged file is gone: it cannot be finished (a patch reads it)",
+         no_stage, 2, &j, NULL, 0);
+  bfree(&j);
+  const dfile staged_a[] = {{"a", &a}, {".dcr-stage/a", &a2}};
+  mrec bad = {"a", 0, &a2, 0, 0, 1};
+  j = member_journal(&bad, 1, 0);
+  emit12("kept/staged-check", "R-JNL-7,§18.6",
+         "the staged file does not give the record's region_check: not this directory's "
+         "journal, or the stage changed; checked before anything is written",
+         staged_a, 2, &j, NULL, 0);
+  bfree(&j);
+  bad = (mrec){"a", 0, &a2, 0, 1, 0};
+  j = member_journal(&bad, 1, 0);
+  emit12("kept/staged-size", "R-JNL-7,§18.6", "the staged file is not the record's size",
+         staged_a, 2, &j, NULL, 0);
+  bfree(&j);
+  const mrec replace_gone[] = {{"config.json", 1, &cfg2, 0, 0, 0}};
+  j = member_journal(replace_gone, 1, 0);
+  emit12("kept/replace-neither", "R-JNL-7,§18.6",
+         "a replace whose staged file is gone and whose member is not the staged bytes",
+         no_stage, 2, &j, NULL, 0);
+  bfree(&j);
+  const mrec unordered[] = {{"e", 1, &e, 0, 0, 0}, {"a", 0, &a2, 0, 0, 0}};
+  const dfile both[] = {{"a", &a}, {".dcr-stage/a", &a2}, {".dcr-stage/e", &e}};
+  j = member_journal(unordered, 2, 0);
+  emit12("kept/paths-out-of-order", "R-JNL-1,§18.6", "member paths not in increasing order",
+         both, 3, &j, NULL, 0);
+  bfree(&j);
+  const mrec patch_absent[] = {{"a", 0, &a2, 0, 0, 0}, {"e", 0, &e, 0, 0, 0}};
+  j = member_journal(patch_absent, 2, 0);
+  emit12("kept/patch-without-member", "R-JNL-7,§18.6",
+         "a patch of a, which could be done, then a patch of e, which is no member: every "
+         "record is checked before the first is carried out, so a stays as it was (found by "
+         "fuzz_journal: a reader that checked members as it wrote patched a, then failed)",
+         both, 3, &j, NULL, 0);
+  bfree(&j);
+  const mrec dotted[] = {{".dcr-stage/a", 1, &a2, 0, 0, 0}};
+  j = member_journal(dotted, 1, 0);
+  emit12("kept/hidden-path", "R-JNL-1,§18.6",
+         "a path with a component that begins with '.': no member path (§2.3)", both, 3, &j,
+         NULL, 0);
+  bfree(&j);
+  const mrec form0[] = {{"a", 0, &a2, 0, 0, 0}, {"e", 1, &e, 0, 0, 0}};
+  j = member_journal(form0, 2, 4096);
+  emit12("kept/file-size-set", "R-JNL-1,§18.6",
+         "member records in a journal whose file_size is not 0 (a file's journal)", both, 3,
+         &j, NULL, 0);
+  bfree(&j);
+  mrec removal = {"a", 2, NULL, 0, 5, 0};
+  j = member_journal(&removal, 1, 0);
+  emit12("kept/remove-with-size", "R-JNL-1,§18.6", "a remove record whose offset is not 0",
+         both, 3, &j, NULL, 0);
+  bfree(&j);
+  const mrec mixed[] = {{"a", 0, &a2, 0, 0, 0}, {"e", 1, &e, 1, 0, 0}};
+  j = member_journal(mixed, 2, 0);
+  emit12("kept/mixed-forms", "R-JNL-1,§18.6",
+         "a member record, then a record of form 1: forms are not mixed", both, 3, &j, NULL, 0);
+  bfree(&j);
+  j = member_journal(full, 4, 0);
+  j.n -= 1; /* the trailer cut: published whole, so damaged afterwards */
+  emit12("kept/torn", "R-JNL-7,§18.6",
+         "a journal not committed (its last byte gone): a set's journal is published whole, "
+         "so it was damaged after: kept, the directory left as it is",
+         before, 6, &j, NULL, 0);
+  bfree(&j);
+
+  /* cleaned: no journal; what a writer left before publishing goes */
+  const dfile left[] = {{"a", &a}, {"config.json", &cfg}, {".dcr-stage/a", &a2},
+                        {".dcr-stage/sub/x", &e}, {".dcr-journal.tmp", &d}, {".dcr-a1b2c3/y", &d}};
+  const dfile members_only[] = {{"a", &a}, {"config.json", &cfg}};
+  emit12("cleaned/unpublished", "R-JNL-7,§18.6",
+         "no journal: a writer killed before publishing left a stage, a journal under its "
+         "temporary name and a temporary directory; all go, the members stay as they are",
+         left, 6, NULL, members_only, 2);
+  bfree(&a), bfree(&a2), bfree(&cfg), bfree(&cfg2), bfree(&d), bfree(&e), bfree(&a_mid);
+}
+
 static void write_index(json_t *index) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s/index.json", root, folder);
@@ -2354,5 +2567,37 @@ int main(int argc, char **argv) {
       "unpublished", counts11[3], "vectors", vectors11));
   fprintf(stderr, "mkjournals: %d replayed, %d discarded, %d kept, %d unpublished vectors in "
           "%s/journal-v1.1\n", counts11[0], counts11[1], counts11[2], counts11[3], root);
+  /* journal 1.2: a set's journal (§18.6), its own folder and PRNG stream */
+  folder = "journal-v1.2";
+  ncks = 0;
+  rng_state = SEED12;
+  vectors12 = json_array();
+  journal12_vectors();
+  write_index(json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:{s:i, s:i, s:i}, s:o}", "format",
+      "DCR apply journal", "format_version", "1.2", "spec", "SPEC.md §18.6", "root", ".",
+      "generator", "tools/mkjournals.c (make vectors); seed 0x44434a726e6c3132", "usage",
+      "for each vector: make a directory DIR holding each file of `before` at its path, "
+      "`journal` (if not null) at DIR/.dcr-journal, recover DIR (SPEC.md §18.6, R-JNL-7), and "
+      "compare with `outcome`: the files under DIR afterwards, hidden ones included, are "
+      "exactly `after` (for kept: `before` and the journal, byte for byte). Paths are "
+      "relative to the folder of this index",
+      "outcomes", json_pack(
+          "{s:s, s:s, s:s}", "replayed",
+          "recovering DIR succeeds and says it replayed a journal; DIR then holds exactly "
+          "`after`",
+          "kept", "recovering DIR fails with `error` (DCR_E_JOURNAL), changing nothing",
+          "cleaned", "recovering DIR succeeds and replays nothing; DIR then holds exactly "
+          "`after` (every .dcr-* name gone)"),
+      "requirements_without_vectors", json_pack(
+          "{s:s}", "R-JNL-6",
+          "a writer's order of writes, renames and fsyncs, which no directory can show: "
+          "tested by tests/test_refit.c (a failure injected into every write and fsync) and "
+          "tests/crash_dir_test.sh (kill -9 at random moments of a 3-bundle series); what a "
+          "crash leaves at each step is a vector here (R-JNL-7)"),
+      "counts", "replayed", counts12[0], "kept", counts12[1], "cleaned", counts12[2], "vectors",
+      vectors12));
+  fprintf(stderr, "mkjournals: %d replayed, %d kept, %d cleaned vectors in %s/journal-v1.2\n",
+          counts12[0], counts12[1], counts12[2], root);
   return 0;
 }

@@ -747,7 +747,13 @@ class Bundle(_Closing):
         only) or "none" (trusted). A journal that cannot be replayed beside a file
         that is not a whole state raises :class:`dcr.FormatError` (DCR_E_JOURNAL)
         and changes nothing; ``salvage=True`` then finishes the file from this
-        bundle if every changed chunk is its base's or its target's (SPEC.md §18.4)."""
+        bundle if every changed chunk is its base's or its target's (SPEC.md §18.4).
+
+        A set bundle takes path as a model directory, patched member by member
+        through one journal, ``PATH/.dcr-journal`` (SPEC.md §18.6): the target is
+        staged and checked in ``PATH/.dcr-stage/`` first, then members of the same
+        size get their changed blocks, resized, added and removed ones are renamed
+        in or removed."""
         with self._lock:
             cb = _Callbacks(progress, cancel)
             p = self._patch(verify, threads, cb)

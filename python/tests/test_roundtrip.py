@@ -108,6 +108,31 @@ def test_apply_in_place(pairs, tmp_path, level):
     assert not os.path.exists(str(work) + ".dcr-journal")
 
 
+def test_apply_in_place_directory(pairs, tmp_path):
+    """SPEC.md §18.6 through Python: a model directory patched in place equals the
+    copy apply's output file for file; again, already at the target."""
+    import filecmp
+    import shutil
+    import subprocess
+    import sys
+    mkset = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "mkset.py")
+    base, target = pairs["same"]
+    subprocess.run([sys.executable, mkset, base, str(tmp_path / "B"), "--shards", "2"], check=True)
+    subprocess.run([sys.executable, mkset, target, str(tmp_path / "T"), "--shards", "2",
+                    "--config", '{"step": 2}'], check=True)
+    cli("encode", tmp_path / "B", tmp_path / "T", "-o", tmp_path / "d.dcr", "-q")
+    shutil.copytree(tmp_path / "B", tmp_path / "W")
+    b = dcr.Bundle(str(tmp_path / "d.dcr"))
+    st = b.apply_in_place(tmp_path / "W", sync=False)
+    assert not st.already_target and st.bytes_written > 0 and st.journal_bytes > 0
+    cmp = filecmp.dircmp(str(tmp_path / "W"), str(tmp_path / "T"))
+    assert not cmp.left_only and not cmp.right_only and not cmp.diff_files
+    for f in os.listdir(str(tmp_path / "T")):
+        if os.path.isfile(str(tmp_path / "T" / f)):
+            assert read(str(tmp_path / "W" / f)) == read(str(tmp_path / "T" / f))
+    assert b.apply_in_place(tmp_path / "W").already_target
+
+
 def test_in_place_damaged_journal_kept_then_salvaged(tmp_path):
     """SPEC.md §18.4 through Python: a damaged journal beside a part-written file
     (testvectors/journal-v1.1) stops the apply with DCR_E_JOURNAL, changing
