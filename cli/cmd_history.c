@@ -183,10 +183,14 @@ static int run_extract(const char *path, history_job *j) {
   if (!j->has_step == !j->state) return cli_usage("history", "extract needs one of --step N and --state ID");
   if (!strcmp(j->out, "-")) return cli_usage("history", "extract writes a file: -o - is not supported");
   const char *inputs[] = {path};
-  if (cli_check_output(j->out, j->force, inputs, strcmp(path, "-") ? 1 : 0)) return CLI_USAGE;
   dcr_history *h;
   int rc = open_archive(path, &h);
   if (rc) return rc;
+  dcr_history_member first; /* an archive of directory keyframes rebuilds a directory */
+  dcr_history_member_get(h, 0, &first);
+  if (first.directory ? cli_check_output_dir(j->out, j->force, "")
+                      : cli_check_output(j->out, j->force, inputs, strcmp(path, "-") ? 1 : 0))
+    return dcr_history_free(h), CLI_USAGE;
   dcr_detail d;
   int err = DCR_OK;
   if (j->state) {
