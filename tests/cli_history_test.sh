@@ -447,7 +447,15 @@ t_directory_refusals() {
   run history create dk.tar --keyframe D0 d1.dcr --keyframe-every 1
   want_rc 2 "keyframe_every with directory keyframes" && has e "keyframe_every" "says why"
   run history create dk.tar --keyframe D0 d1.dcr -q; want_rc 0 "create" || return
-  run history append dk.tar d3.dcr; want_rc 1 "a bundle that skips a step" && has e "its metadata says step 3" "the skipped step"
+  run keygen dsig; want_rc 0 "keygen" || return
+  run encode D1 D2 -o d2s.dcr --meta step=2 --meta run_id=run-d --sign dsig.key -q; want_rc 0 "encode --sign"
+  run history append dk.tar d2.dcr --require-signature dsig.pub
+  want_rc 1 "an unsigned set bundle under --require-signature" && has e DCR_E_SIGNATURE "signature"
+  run history append dk.tar d2s.dcr --require-signature dsig.pub -q; want_rc 0 "a signed one" || return
+  run history extract dk.tar --step 2 -o XS --require-signature dsig.pub -q
+  want_rc 1 "extract under --require-signature: step 1 is unsigned" && [ ! -e XS ] || fail "XS written"
+  run history verify dk.tar --require-signature dsig.pub; want_rc 1 "verify under --require-signature"
+  run history append dk.tar d1.dcr; want_rc 1 "a bundle of another base" && has e DCR_E_BASE_MISMATCH "base mismatch"
 }
 tcase "directory archives refuse file bundles, file archives set bundles" t_directory_refusals
 
