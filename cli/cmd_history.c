@@ -92,6 +92,10 @@ static json_t *member_json(const dcr_history *h, uint64_t i) {
                         (json_int_t)m.step, "size", (json_int_t)m.size, "xxh3_128", digest);
   if (m.kind == DCR_HISTORY_KEYFRAME) {
     json_object_set_new(o, "state", json_string(state));
+    if (m.directory) { /* a set: size is its files' sum; each file has its own digest */
+      json_object_set_new(o, "xxh3_128", json_null());
+      json_object_set_new(o, "files", json_integer((json_int_t)m.file_count));
+    }
     return o;
   }
   json_object_set_new(o, "base_state", json_string(base));
@@ -149,6 +153,7 @@ static int run_list(const char *path, const history_job *j) {
     printf("%10llu  %-8s  %10s  %s  ", (unsigned long long)m.step, kind_name(m.kind), cli_bytes(m.size, size),
            state);
     cli_put_escaped(stdout, m.name, strlen(m.name));
+    if (m.directory) printf("/ (%llu files)", (unsigned long long)m.file_count);
     putchar('\n');
   }
   dcr_history_free(h);

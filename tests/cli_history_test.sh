@@ -421,6 +421,8 @@ t_directories() {
   run history verify --json "$a"; want_rc 0 "verify" || return
   run history list --json "$a"; want_rc 0 "list" || return
   [ "$(jget o 'j["version"]')" = 1.1 ] || fail "a directory archive is 1.1: $(shown o)"
+  [ "$(jget o 'j["member_list"][0]["files"]')" = "$(find D0 -type f | wc -l)" ] ||
+    fail "the keyframe lists $(jget o 'j["member_list"][0]["files"]') files"
   for s in 0 1 2 3; do
     run history extract "$a" --step "$s" -o "X$s" -q; want_rc 0 "extract step $s" || return
     same_tree "X$s" "D$s"
