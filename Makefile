@@ -136,8 +136,9 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 	bash tests/cli_history_test.sh $(BUILD)/dcr
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
+	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1.1
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-containers-v1
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 	python3 tests/walk_vectors.py $(BUILD)/dcr testvectors/walk-v1

@@ -33,7 +33,8 @@ static const char usage[] =
     "  verify   read every member: sizes and digests, every bundle whole, every\n"
     "           keyframe's state id, every link of the chain\n"
     "  extract  rebuild a step's checkpoint; OUT appears only once it is checked\n\n"
-    "      --keyframe CKPT    create: the checkpoint the archive starts from\n"
+    "      --keyframe CKPT    create: the checkpoint the archive starts from (a\n"
+    "                         directory too: extract then rebuilds directories)\n"
     "      --step N           create: its step (default 0); extract: the step\n"
     "      --state ID         extract: the step whose state id is ID\n"
     "      --keyframe-every K create, append: a keyframe at each step that is a\n"
@@ -91,6 +92,10 @@ static json_t *member_json(const dcr_history *h, uint64_t i) {
                         (json_int_t)m.step, "size", (json_int_t)m.size, "xxh3_128", digest);
   if (m.kind == DCR_HISTORY_KEYFRAME) {
     json_object_set_new(o, "state", json_string(state));
+    if (m.directory) { /* a set: size is its files' sum; each file has its own digest */
+      json_object_set_new(o, "xxh3_128", json_null());
+      json_object_set_new(o, "files", json_integer((json_int_t)m.file_count));
+    }
     return o;
   }
   json_object_set_new(o, "base_state", json_string(base));
@@ -148,6 +153,7 @@ static int run_list(const char *path, const history_job *j) {
     printf("%10llu  %-8s  %10s  %s  ", (unsigned long long)m.step, kind_name(m.kind), cli_bytes(m.size, size),
            state);
     cli_put_escaped(stdout, m.name, strlen(m.name));
+    if (m.directory) printf("/ (%llu files)", (unsigned long long)m.file_count);
     putchar('\n');
   }
   dcr_history_free(h);
@@ -183,10 +189,14 @@ static int run_extract(const char *path, history_job *j) {
   if (!j->has_step == !j->state) return cli_usage("history", "extract needs one of --step N and --state ID");
   if (!strcmp(j->out, "-")) return cli_usage("history", "extract writes a file: -o - is not supported");
   const char *inputs[] = {path};
-  if (cli_check_output(j->out, j->force, inputs, strcmp(path, "-") ? 1 : 0)) return CLI_USAGE;
   dcr_history *h;
   int rc = open_archive(path, &h);
   if (rc) return rc;
+  dcr_history_member first; /* an archive of directory keyframes rebuilds a directory */
+  dcr_history_member_get(h, 0, &first);
+  if (first.directory ? cli_check_output_dir(j->out, j->force, "")
+                      : cli_check_output(j->out, j->force, inputs, strcmp(path, "-") ? 1 : 0))
+    return dcr_history_free(h), CLI_USAGE;
   dcr_detail d;
   int err = DCR_OK;
   if (j->state) {

@@ -34,8 +34,14 @@ static int same_member(const dcr__hmember *a, const dcr__hmember *b) {
     return 0;
   for (size_t k = 0; k < a->meta_count; k++)
     if (strcmp(a->meta_key[k], b->meta_key[k]) || strcmp(a->meta_value[k], b->meta_value[k])) return 0;
+  if (a->directory != b->directory || a->file_count != b->file_count) return 0;
+  for (size_t f = 0; f < a->file_count; f++)
+    if (strcmp(a->files[f].path, b->files[f].path) || a->files[f].size != b->files[f].size ||
+        memcmp(a->files[f].digest, b->files[f].digest, 16))
+      return 0;
   return 1;
 }
+
 
 static void check_code(int rc, const dcr_detail *d) {
   if (d->code != rc) fprintf(stderr, "fuzz_history: %s returned, detail says %s: %s\n", dcr_error_name(rc),
@@ -100,7 +106,7 @@ static void archive_mode(const uint8_t *p, size_t n, uint8_t option) {
     if (rc) check_code(rc, &d);
   } else {
     const char *out = fuzz_path(0, "extracted");
-    unlink(out);
+    fuzz_rmtree(out); /* a file, or a directory keyframe's step */
     rc = dcr_history_extract(h, s.first_step + (option >> 2), out, &o, &d);
     if (rc && rc != DCR_E_ARGUMENT) check_code(rc, &d); /* ARGUMENT: a step past the last */
     if (rc) FUZZ_ASSERT(access(out, F_OK) != 0);

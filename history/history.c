@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../format/set_output.h"
 #include "../refit/refit.h"
 #include "history.h"
 
@@ -180,6 +181,8 @@ void dcr_history_member_get(const dcr_history *h, uint64_t i, dcr_history_member
   if (m->kind == DCR_HISTORY_BUNDLE) memcpy(out->base_state, m->base, 16);
   memcpy(out->state, dcr__hmember_end_state(m), 16);
   out->meta_count = m->meta_count;
+  out->directory = (uint32_t)m->directory;
+  out->file_count = m->file_count;
 }
 
 void dcr_history_member_meta(const dcr_history *h, uint64_t i, uint64_t j, dcr_meta *meta) {
@@ -198,25 +201,41 @@ int dcr_history_find_state(const dcr_history *h, const uint8_t state[16], uint64
 
 /* ---- reading members, in order (R-HIS-1) */
 
-/* Moves the stream to index member i (skipping those before it unread). */
+/* Reads the next member header: it must be m's (member i, or a file of it). */
+static int entry_next(dcr_history *h, size_t i, const dcr__hmember *m, dcr_detail *d) {
+  const char *name;
+  uint64_t size;
+  int regular, err = 0;
+  int got = dcr__hreader_next(h->r, &name, &size, &regular, &err, d);
+  if (got < 0) return err;
+  if (got == 0)
+    return dcr__fail(d, DCR_E_ARCHIVE, "the archive ends before member %zu ('%.64s') of the %zu members its index "
+                     "lists", i, m->name, h->x.count);
+  if (strcmp(name, m->name))
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu is '%.64s' in the archive but '%.64s' in the index", i, name,
+                     m->name);
+  if (!regular) return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is not a regular file", i, name);
+  if (size != UINT64_MAX && size != m->size)
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') has %llu bytes, the index says %llu", i, name,
+                     (unsigned long long)size, (unsigned long long)m->size);
+  return DCR_OK;
+}
+
+/* Moves the stream to index member i, skipping those before it unread. A file
+ * member's header is then read; a directory keyframe's files are read one by one
+ * by its reader (entry_next). */
 static int member_seek(dcr_history *h, size_t i, dcr_detail *d) {
   for (; h->next <= i; h->next++) {
     const dcr__hmember *m = &h->x.m[h->next];
-    const char *name;
-    uint64_t size;
-    int regular, err = 0;
-    int got = dcr__hreader_next(h->r, &name, &size, &regular, &err, d);
-    if (got < 0) return err;
-    if (got == 0)
-      return dcr__fail(d, DCR_E_ARCHIVE, "the archive ends after %zu of the %zu members its index lists",
-                       h->next, h->x.count);
-    if (strcmp(name, m->name))
-      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu is '%.64s' in the archive but '%.64s' in the index",
-                       h->next, name, m->name);
-    if (!regular) return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is not a regular file", h->next, name);
-    if (size != UINT64_MAX && size != m->size)
-      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') has %llu bytes, the index says %llu", h->next,
-                       name, (unsigned long long)size, (unsigned long long)m->size);
+    int err = DCR_OK;
+    if (!m->directory) err = entry_next(h, h->next, m, d);
+    for (size_t f = 0; !err && h->next < i && f < m->file_count; f++) {
+      char name[DCR__HISTORY_FILE_NAME_MAX];
+      dcr__hmember file;
+      dcr__hfile_member(m, f, name, &file);
+      err = entry_next(h, h->next, &file, d);
+    }
+    if (err) return err;
   }
   return DCR_OK;
 }
@@ -278,6 +297,10 @@ static int keyframe_read(dcr_history *h, size_t i, int fd, const dcr_history_opt
   return err;
 }
 
+static const char *kind_name(int kind) {
+  return kind == DCR_KIND_SET ? "set" : kind == DCR_KIND_RAW ? "raw" : "safetensors";
+}
+
 /* Index member i, a bundle, the current member, opened as §19.4 says and its
  * identity checked against the index. */
 static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, const dcr_history_options *o, dcr_detail *d) {
@@ -291,9 +314,11 @@ static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, const dcr_histo
   dcr_bundle_info info;
   dcr_reader_info(*r, &info);
   char a[33], b[33];
-  if (info.kind != DCR_KIND_SAFETENSORS)
-    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is a bundle of %s checkpoints; an archive holds "
-                     "safetensors files (SPEC.md §19.2)", i, m->name, info.kind == DCR_KIND_SET ? "set" : "raw");
+  int want = h->x.m[0].directory ? DCR_KIND_SET : DCR_KIND_SAFETENSORS;
+  if (info.kind != want)
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is a bundle of %s checkpoints; an archive of %s "
+                     "keyframes holds bundles of %s (SPEC.md §19.2)", i, m->name, kind_name(info.kind),
+                     h->x.m[0].directory ? "directory" : "file", kind_name(want));
   if (memcmp(info.base_state, m->base, 16) || memcmp(info.target_state, m->target, 16)) {
     dcr__hex(memcmp(info.base_state, m->base, 16) ? info.base_state : info.target_state, 16, a);
     dcr__hex(memcmp(info.base_state, m->base, 16) ? m->base : m->target, 16, b);
@@ -313,11 +338,12 @@ static int bundle_open(dcr_history *h, size_t i, dcr_reader **r, const dcr_histo
   return o->require_signature ? dcr_reader_verify_signature(*r, o->require_signature, NULL, d) : DCR_OK;
 }
 
-static int check_state(const char *path, const uint8_t want[16], unsigned threads, const dcr_limits *lim,
+/* A checkpoint (a file, or a set: kind) against the state id the index gives. */
+static int check_state(const char *path, int kind, const uint8_t want[16], unsigned threads, const dcr_limits *lim,
                        const char *what, dcr_detail *d) {
   dcr_checkpoint *ck;
   uint8_t state[16];
-  int err = dcr_checkpoint_open(&ck, path, DCR_KIND_SAFETENSORS, lim, d);
+  int err = dcr_checkpoint_open(&ck, path, kind, lim, d);
   if (!err) err = dcr_checkpoint_state_id(ck, threads, state, d);
   dcr_checkpoint_free(ck);
   if (err) return err;
@@ -327,6 +353,60 @@ static int check_state(const char *path, const uint8_t want[16], unsigned thread
     return dcr__fail(d, DCR_E_ARCHIVE, "%s has state %s, the index says %s", what, a, b);
   }
   return DCR_OK;
+}
+
+/* A directory keyframe being written: a set output (format/set_output.c) and the
+ * members it is made of, which must outlive it. */
+typedef struct {
+  dcr__set_output o;
+  dcr__member *members;
+  char path[4352]; /* its temporary directory */
+} dir_out;
+
+static void dir_out_close(dir_out *w) {
+  dcr__set_output_abort(&w->o);
+  free(w->members);
+  w->members = NULL;
+}
+
+/* Directory keyframe i, whose files come next in the stream, written into a new
+ * directory that appears at dest only on dir_out's commit, and checked: each
+ * safetensors file's prefix as it arrives, each file's size and digest, then the
+ * set's state id. Paths were checked with the index (§2.3): each file lands under
+ * the temporary directory and nowhere else, and nothing there is a link. */
+static int keyframe_dir_read(dcr_history *h, size_t i, dir_out *w, const char *dest, unsigned flags,
+                             const dcr_history_options *o, dcr_detail *d) {
+  const dcr__hmember *m = &h->x.m[i];
+  memset(w, 0, sizeof *w);
+  w->o.dir_fd = w->o.root_fd = -1;
+  if (!(w->members = calloc(m->file_count + 1, sizeof *w->members)))
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu files", m->file_count);
+  for (size_t f = 0, start = 0; f < m->file_count; start += (size_t)m->files[f++].size) {
+    dcr__member *e = &w->members[f];
+    e->path = m->files[f].path, e->path_length = strlen(e->path);
+    e->kind = DCR_KIND_RAW, e->data_length = m->files[f].size, e->start = start;
+  }
+  int err = dcr__set_output_open(&w->o, dest, w->members, m->file_count, flags, d);
+  if (!err) err = dcr__set_output_create(&w->o, d);
+  for (size_t f = 0; f < m->file_count && !err; f++) {
+    char name[DCR__HISTORY_FILE_NAME_MAX];
+    dcr__hmember file;
+    dcr__hfile_member(m, f, name, &file);
+    int fd;
+    if ((err = entry_next(h, i, &file, d)) || (err = dcr__member_files_get(w->o.files, f, &fd, d))) break;
+    keyframe_sink k = {.fd = fd, .m = &file, .lim = &h->lim};
+    k.checked = dcr__set_member_kind(w->members[f].path, w->members[f].path_length) != DCR_KIND_SAFETENSORS;
+    err = dcr__member_read(h->r, &file, i, sink_keyframe, &k, o->cancel, d);
+    dcr__member_files_put(w->o.files, f);
+  }
+  size_t n = strlen(dest);
+  while (n > 1 && dest[n - 1] == '/') n--;
+  while (n > 0 && dest[n - 1] != '/') n--; /* the parent, as set_output.c finds it */
+  if (!err && snprintf(w->path, sizeof w->path, "%.*s%s", (int)n, dest, w->o.tmp_name) >= (int)sizeof w->path)
+    err = dcr__fail(d, DCR_E_ARGUMENT, "the path '%.200s' is too long", dest);
+  if (!err) err = check_state(w->path, DCR_KIND_SET, m->state, o->threads, &h->lim, m->name, d);
+  if (err) prefix_member(d, h, i);
+  return err;
 }
 
 /* ---- extract: one keyframe, then the chain, into a work file */
@@ -389,7 +469,7 @@ static int replay(dcr_history *h, uint64_t step, dcr__work *w, const dcr_history
   if (err || o->verify == DCR_VERIFY_NONE) return err;
   /* A full check of each step's patch checked the result already; chunk checks
    * cover only what changed, so the result's state id is checked once here. */
-  if (!*last_reader) return check_state(w->path, h->x.m[k].state, o->threads, &h->lim, h->x.m[k].name, d);
+  if (!*last_reader) return check_state(w->path, DCR_KIND_SAFETENSORS, h->x.m[k].state, o->threads, &h->lim, h->x.m[k].name, d);
   if (o->verify == DCR_VERIFY_CHUNK) return dcr_check_target(*last_reader, w->path, &aopt, d);
   return DCR_OK;
 }
@@ -398,12 +478,78 @@ static unsigned commit_flags(const dcr_history_options *o) {
   return (o->no_replace ? 0 : DCR__ATOMIC_REPLACE) | (o->sync ? DCR__ATOMIC_SYNC : 0);
 }
 
+/* A step of a directory archive, rebuilt as dcr apply rebuilds a series of sets:
+ * the keyframe into a hidden work directory beside out, then each bundle applied
+ * by dcr_apply from one step's directory into the next (two alternate, each
+ * replacing the one before last), the last into out. So out is bitwise what
+ * applying the bundles to the keyframe gives, and appears only once every check
+ * of the last apply has passed. */
+static int extract_dir(dcr_history *h, uint64_t step, const char *out, const dcr_history_options *o,
+                       dcr_detail *d) {
+  size_t e = 0, k = 0;
+  if (h->consumed) return dcr__fail(d, DCR_E_ARGUMENT, "the archive's members were read already: open it again");
+  h->consumed = 1;
+  int err = find_step(h, step, &e, &k, d);
+  if (err) return err;
+  if (o->max_target_size && h->x.m[k].size > o->max_target_size)
+    return dcr__fail(d, DCR_E_LIMIT, "keyframe '%.64s' has %llu bytes, more than the cap of %llu", h->x.m[k].name,
+                     (unsigned long long)h->x.m[k].size, (unsigned long long)o->max_target_size);
+  if ((err = member_seek(h, k, d))) return err;
+  dir_out key = {.o = {.dir_fd = -1, .root_fd = -1}};
+  if (k == e) { /* the step's own keyframe: straight to out */
+    err = keyframe_dir_read(h, k, &key, out, commit_flags(o), o, d);
+    if (!err && cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    if (!err) err = dcr__set_output_commit(&key.o, d);
+    dir_out_close(&key);
+    return err;
+  }
+  /* The work directory: refuses an existing out up front, as the last apply would. */
+  dcr__set_output work;
+  if ((err = dcr__set_output_open(&work, out, NULL, 0, commit_flags(o), d))) return err;
+  char base[2][4400];
+  size_t n = strlen(out);
+  while (n > 1 && out[n - 1] == '/') n--;
+  while (n > 0 && out[n - 1] != '/') n--;
+  for (int b = 0; b < 2; b++)
+    if (snprintf(base[b], sizeof base[b], "%.*s%s/%d", (int)n, out, work.tmp_name, b) >= (int)sizeof base[b])
+      err = dcr__fail(d, DCR_E_ARGUMENT, "the path '%.200s' is too long", out);
+  if (!err) err = keyframe_dir_read(h, k, &key, base[0], 0, o, d);
+  if (!err) err = dcr__set_output_commit(&key.o, d);
+  dir_out_close(&key);
+  dcr_apply_options aopt;
+  dcr_apply_options_default(&aopt);
+  aopt.threads = o->threads;
+  aopt.cancel = o->cancel;
+  aopt.max_target_size = o->max_target_size;
+  int at = 0;
+  for (size_t i = k + 1; i <= e && !err; i++) {
+    if (h->x.m[i].kind == DCR_HISTORY_KEYFRAME) continue; /* the chain has made it already */
+    dcr_reader *r = NULL;
+    if (!(err = member_seek(h, i, d))) err = bundle_open(h, i, &r, o, d);
+    int last = i == e; /* e is a bundle: a keyframe at e would be k */
+    aopt.sync = last && o->sync;
+    aopt.no_replace = last && o->no_replace;
+    if (!err && cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
+    if (!err) err = dcr_apply(r, base[at], last ? out : base[1 - at], &aopt, d);
+    if (err) prefix_member(d, h, i);
+    dcr_reader_free(r);
+    at = 1 - at;
+  }
+  dcr__set_output_abort(&work);
+  return err;
+}
+
 int dcr_history_extract(dcr_history *h, uint64_t step, const char *out, const dcr_history_options *opt,
                         dcr_detail *d) {
   if (d) dcr__detail_init(d);
   dcr_history_options def;
   const dcr_history_options *o = options_or_default(opt, &def);
   if (!out) return dcr__fail(d, DCR_E_ARGUMENT, "no output path");
+  if (h->x.m[0].directory) {
+    int err = extract_dir(h, step, out, o, d);
+    if (err) note_file(d, h->file);
+    return err;
+  }
   dcr__work w;
   int err = dcr__work_open(&w, out, commit_flags(o), d);
   if (err) return err;
@@ -431,13 +577,17 @@ int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detai
   for (size_t i = 0; i < h->x.count && !err; i++) {
     const dcr__hmember *m = &h->x.m[i];
     if ((err = member_seek(h, i, d))) break;
-    if (m->kind == DCR_HISTORY_KEYFRAME) {
+    if (m->kind == DCR_HISTORY_KEYFRAME && m->directory) {
+      dir_out w; /* checked in a temporary directory, never committed */
+      err = keyframe_dir_read(h, i, &w, beside, DCR__ATOMIC_REPLACE, o, d);
+      dir_out_close(&w);
+    } else if (m->kind == DCR_HISTORY_KEYFRAME) {
       /* A state id reads tensors in name order, not file order: the keyframe is
        * hashed from a temporary copy. */
       dcr__work w;
       if ((err = dcr__work_open(&w, beside, DCR__ATOMIC_REPLACE, d))) break;
       err = keyframe_read(h, i, w.a.fd, o, d);
-      if (!err) err = check_state(w.path, m->state, o->threads, &h->lim, m->name, d);
+      if (!err) err = check_state(w.path, DCR_KIND_SAFETENSORS, m->state, o->threads, &h->lim, m->name, d);
       dcr__atomic_abort(&w.a);
     } else {
       dcr_reader *r;
@@ -503,15 +653,72 @@ static int sink_archive(void *opaque, const void *data, size_t size, dcr_detail 
 }
 
 /* Copies a file into the archive as member m; it must still be the bytes that
- * were hashed for the index. */
+ * were hashed for the index. A directory keyframe is copied file by file. */
 static int copy_file(dcr__hwriter *aw, const dcr__hmember *m, const char *path, uint8_t *buf, dcr_detail *d) {
   uint64_t size;
   uint8_t digest[16];
+  for (size_t f = 0; f < m->file_count; f++) {
+    char name[DCR__HISTORY_FILE_NAME_MAX], full[8448];
+    dcr__hmember file;
+    dcr__hfile_member(m, f, name, &file);
+    snprintf(full, sizeof full, "%s/%s", path, m->files[f].path);
+    int err = copy_file(aw, &file, full, buf, d);
+    if (err) return err;
+  }
+  if (m->directory) return DCR_OK;
   int err = dcr__hwriter_member(aw, m->name, m->size, d);
   if (!err) err = stream_file(path, buf, sink_archive, aw, m->size, &size, digest, d);
   if (!err && (size != m->size || memcmp(digest, m->digest, 16)))
     err = (note_file(d, path), dcr__fail(d, DCR_E_IO, "changed while it was being archived"));
   return err;
+}
+
+/* Member i of the old archive copied into the new one, checked as it is read. */
+static int copy_member(dcr_history *old, size_t i, dcr__hwriter *aw, const dcr_history_options *o, dcr_detail *d) {
+  const dcr__hmember *m = &old->x.m[i];
+  int err = member_seek(old, i, d);
+  for (size_t f = 0; !err && f < m->file_count; f++) {
+    char name[DCR__HISTORY_FILE_NAME_MAX];
+    dcr__hmember file;
+    dcr__hfile_member(m, f, name, &file);
+    if (!(err = entry_next(old, i, &file, d))) err = dcr__hwriter_member(aw, name, file.size, d);
+    if (!err) err = dcr__member_read(old->r, &file, i, sink_archive, aw, o->cancel, d);
+  }
+  if (!err && !m->directory) err = dcr__hwriter_member(aw, m->name, m->size, d);
+  if (!err && !m->directory) err = dcr__member_read(old->r, m, i, sink_archive, aw, o->cancel, d);
+  return err;
+}
+
+/* A directory keyframe (1.1): the set at dir (§2.3), its state id, and each of its
+ * files hashed for the index. *key's files are the caller's to free. */
+static int dir_keyframe(const char *dir, dcr__hmember *key, const dcr_limits *lim, unsigned threads, uint8_t *buf,
+                        dcr_detail *d) {
+  dcr_checkpoint *ck;
+  int err = dcr_checkpoint_open(&ck, dir, DCR_KIND_SET, lim, d);
+  if (!err) err = dcr_checkpoint_state_id(ck, threads, key->state, d);
+  dcr_checkpoint_summary info = {0};
+  if (!err) dcr_checkpoint_info(ck, &info);
+  key->directory = 1;
+  if (!err && !(key->files = calloc((size_t)info.member_count + 1, sizeof *key->files)))
+    err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate %llu files", (unsigned long long)info.member_count);
+  for (uint64_t f = 0; !err && f < info.member_count; f++) {
+    dcr_member_info mi;
+    dcr_checkpoint_member(ck, f, &mi);
+    dcr__hfile *h = &key->files[key->file_count];
+    char full[8448];
+    if (!(h->path = strndup(mi.path, mi.path_length))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate a path");
+    else key->file_count++;
+    if (!err) snprintf(full, sizeof full, "%s/%s", dir, h->path);
+    if (!err) err = stream_file(full, buf, NULL, NULL, UINT64_MAX, &h->size, h->digest, d);
+    key->size += h->size;
+  }
+  dcr_checkpoint_free(ck);
+  return err;
+}
+
+static void dir_keyframe_free(dcr__hmember *key) {
+  for (size_t f = 0; f < key->file_count; f++) free(key->files[f].path);
+  free(key->files);
 }
 
 /* What create and append build: the new index, and for the members after the
@@ -549,8 +756,10 @@ static int plan_add(plan *p, const dcr__hmember *m, const char *path, dcr_reader
   return DCR_OK;
 }
 
-static void member_name(char *out, size_t size, int kind, uint64_t step) {
-  snprintf(out, size, kind == DCR_HISTORY_KEYFRAME ? "keyframes/step-%08llu.safetensors" : "bundles/step-%08llu.dcr",
+static void member_name(char *out, size_t size, int kind, int directory, uint64_t step) {
+  snprintf(out, size, kind == DCR_HISTORY_BUNDLE ? "bundles/step-%08llu.dcr"
+                      : directory               ? "keyframes/step-%08llu"
+                                                : "keyframes/step-%08llu.safetensors",
            (unsigned long long)step);
 }
 
@@ -569,11 +778,13 @@ static int plan_bundles(plan *p, const char *const *paths, size_t n, const dcr_l
     dcr_bundle_info info;
     dcr_reader_info(r, &info);
     char a[33], c[33], name[64];
-    if (info.kind != DCR_KIND_SAFETENSORS) {
+    int want = p->x.m[0].directory ? DCR_KIND_SET : DCR_KIND_SAFETENSORS;
+    if (info.kind != want) {
       dcr_reader_free(r);
-      return note_file(d, paths[b]), dcr__fail(d, DCR_E_ARGUMENT, "a bundle of %s checkpoints: a history archive "
-                                               "holds safetensors files (SPEC.md §19.2)",
-                                               info.kind == DCR_KIND_SET ? "set" : "raw");
+      return note_file(d, paths[b]), dcr__fail(d, DCR_E_ARGUMENT, "a bundle of %s checkpoints: an archive of %s "
+                                               "keyframes holds bundles of %s (SPEC.md §19.2)",
+                                               kind_name(info.kind), p->x.m[0].directory ? "directory" : "file",
+                                               kind_name(want));
     }
     if (memcmp(info.base_state, dcr__hmember_end_state(last), 16)) {
       dcr__hex(info.base_state, 16, a), dcr__hex(dcr__hmember_end_state(last), 16, c);
@@ -583,7 +794,7 @@ static int plan_bundles(plan *p, const char *const *paths, size_t n, const dcr_l
                                                (unsigned long long)last->step);
     }
     dcr__hmember m = {.kind = DCR_HISTORY_BUNDLE, .step = last->step + 1, .name = name};
-    member_name(name, sizeof name, m.kind, m.step);
+    member_name(name, sizeof name, m.kind, 0, m.step);
     memcpy(m.base, info.base_state, 16);
     memcpy(m.target, info.target_state, 16);
     if ((err = stream_file(paths[b], p->buf, NULL, NULL, UINT64_MAX, &m.size, m.digest, d)))
@@ -631,6 +842,9 @@ static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const 
   uint64_t every = p->x.keyframe_every;
   size_t fresh = p->x.count - p->old_count, due = keyframes_due(p);
   if (!due) return DCR_OK;
+  if (p->x.m[0].directory)
+    return dcr__fail(d, DCR_E_ARGUMENT, "keyframe_every: keyframes built from the chain are files only; an archive "
+                     "of directory keyframes takes none (add them with dcr history create)");
   if (!(p->keys = calloc(due, sizeof *p->keys))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   dcr__work w;
   int err = dcr__work_open(&w, archive, DCR__ATOMIC_REPLACE, d);
@@ -660,7 +874,7 @@ static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const 
     p->key_count++;
     dcr__hmember key = {.kind = DCR_HISTORY_KEYFRAME, .step = m->step};
     char name[64];
-    member_name(name, sizeof name, key.kind, key.step);
+    member_name(name, sizeof name, key.kind, 0, key.step);
     key.name = name;
     memcpy(key.state, m->target, 16);
     /* The copy is hashed as it is made: the index's size and digest. */
@@ -717,9 +931,7 @@ static int plan_write(plan *p, const char *path, int container, dcr_history *old
   free(json);
   for (size_t i = 0; i < p->old_count && !err; i++) {
     if (cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
-    if (!err) err = member_seek(old, i, d);
-    if (!err) err = dcr__hwriter_member(aw, p->x.m[i].name, p->x.m[i].size, d);
-    if (!err) err = dcr__member_read(old->r, &old->x.m[i], i, sink_archive, aw, o->cancel, d);
+    if (!err) err = copy_member(old, i, aw, o, d);
   }
   for (size_t i = p->old_count; i < p->x.count && !err; i++)
     err = cancelled(o) ? dcr__fail(d, DCR_E_INTERRUPTED, "interrupted")
@@ -761,14 +973,20 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
   dcr_checkpoint *ck;
   char name[64];
   dcr__hmember key = {.kind = DCR_HISTORY_KEYFRAME, .step = o->first_step, .name = name};
-  member_name(name, sizeof name, key.kind, key.step);
-  int err = dcr_checkpoint_open(&ck, keyframe, DCR_KIND_SAFETENSORS, &lim, d);
-  if (!err) err = dcr_checkpoint_state_id(ck, o->threads, key.state, d);
-  dcr_checkpoint_free(ck);
-  if (!err) err = stream_file(keyframe, p.buf, NULL, NULL, UINT64_MAX, &key.size, key.digest, d);
+  struct stat st;
+  int directory = !stat(keyframe, &st) && S_ISDIR(st.st_mode), err = DCR_OK;
+  member_name(name, sizeof name, key.kind, directory, key.step);
+  if (directory) err = dir_keyframe(keyframe, &key, &lim, o->threads, p.buf, d);
+  else {
+    err = dcr_checkpoint_open(&ck, keyframe, DCR_KIND_SAFETENSORS, &lim, d);
+    if (!err) err = dcr_checkpoint_state_id(ck, o->threads, key.state, d);
+    dcr_checkpoint_free(ck);
+    if (!err) err = stream_file(keyframe, p.buf, NULL, NULL, UINT64_MAX, &key.size, key.digest, d);
+  }
   p.x.keyframe_every = o->keyframe_every;
   if (!err && o->run_id && !(p.x.run_id = strdup(o->run_id))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   if (!err) err = plan_add(&p, &key, keyframe, NULL, d);
+  dir_keyframe_free(&key);
   if (err) note_file(d, keyframe);
   if (!err) err = plan_bundles(&p, bundles, count, &lim, o, d);
   if (!err) err = plan_keyframes(&p, path, NULL, keyframe, o, d);

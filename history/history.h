@@ -14,13 +14,20 @@
 
 #define DCR__HISTORY_INDEX_NAME "dcr-history.json"
 #define DCR__HISTORY_MAJOR 1
-#define DCR__HISTORY_MINOR 0
+#define DCR__HISTORY_MINOR 1
 /* The index is read whole into memory, within the memory budget; a million
  * members need about 400 MB of JSON, far more than any run keeps, and a hostile
  * archive cannot declare more. */
 #define DCR__HISTORY_INDEX_MAX ((uint64_t)256 << 20)
 #define DCR__HISTORY_MEMBERS_MAX ((size_t)1 << 20)
 #define DCR__HISTORY_STEP_MAX DCR__STEP_MAX
+
+/* A file of a directory keyframe (1.1): the archive member `<name>/<path>`. */
+typedef struct {
+  char *path;          /* a set member path (§2.3) */
+  uint64_t size;
+  uint8_t digest[16];
+} dcr__hfile;
 
 /* One member as the index lists it (§19.3). */
 typedef struct {
@@ -34,7 +41,14 @@ typedef struct {
   uint8_t target[16];
   size_t meta_count;   /* bundle: its metadata pairs, in key order */
   char **meta_key, **meta_value;
+  int directory;       /* a keyframe that is a directory (1.1): its files, path order;
+                          size is their sum, digest unused */
+  size_t file_count;
+  dcr__hfile *files;
 } dcr__hmember;
+
+/* The longest archive name of a directory keyframe's file: name, '/', path. */
+#define DCR__HISTORY_FILE_NAME_MAX 4352
 
 typedef struct {
   unsigned minor;
@@ -63,6 +77,9 @@ DCR_HIDDEN int dcr__hindex_write(const dcr__hindex *x, char **out, size_t *lengt
 DCR_HIDDEN void dcr__hindex_free(dcr__hindex *x);
 /* Appends a copy of m (its strings duplicated); DCR_E_NOMEM. */
 DCR_HIDDEN int dcr__hindex_add(dcr__hindex *x, const dcr__hmember *m, dcr_detail *d);
+/* File f of directory keyframe m as a member of its own (its archive name in buf,
+ * of DCR__HISTORY_FILE_NAME_MAX bytes), for reading and writing it as one. */
+DCR_HIDDEN void dcr__hfile_member(const dcr__hmember *m, size_t f, char *buf, dcr__hmember *out);
 /* The state a step ends in: its keyframe's or its bundle's target. */
 DCR_HIDDEN const uint8_t *dcr__hmember_end_state(const dcr__hmember *m);
 /* The value of metadata key `key` of m, or NULL. */

@@ -22,8 +22,20 @@ const char *dcr__hmember_meta(const dcr__hmember *m, const char *key) {
   return NULL;
 }
 
+void dcr__hfile_member(const dcr__hmember *m, size_t f, char *buf, dcr__hmember *out) {
+  snprintf(buf, DCR__HISTORY_FILE_NAME_MAX, "%s/%s", m->name, m->files[f].path);
+  memset(out, 0, sizeof *out);
+  out->kind = DCR_HISTORY_KEYFRAME;
+  out->step = m->step;
+  out->name = buf;
+  out->size = m->files[f].size;
+  memcpy(out->digest, m->files[f].digest, 16);
+}
+
 static void member_free(dcr__hmember *m) {
   free(m->name);
+  for (size_t i = 0; i < m->file_count; i++) free(m->files[i].path);
+  free(m->files);
   for (size_t i = 0; i < m->meta_count; i++) free(m->meta_key[i]), free(m->meta_value[i]);
   free(m->meta_key);
   free(m->meta_value);
@@ -53,7 +65,13 @@ int dcr__hindex_add(dcr__hindex *x, const dcr__hmember *m, dcr_detail *d) {
   c->meta_count = 0;
   c->meta_key = calloc(m->meta_count + 1, sizeof *c->meta_key);
   c->meta_value = calloc(m->meta_count + 1, sizeof *c->meta_value);
-  int ok = c->name && c->meta_key && c->meta_value;
+  c->file_count = 0;
+  c->files = calloc(m->file_count + 1, sizeof *c->files);
+  int ok = c->name && c->meta_key && c->meta_value && c->files;
+  for (size_t i = 0; ok && i < m->file_count; i++, c->file_count++) {
+    c->files[i] = m->files[i];
+    ok = (c->files[i].path = strdup(m->files[i].path)) != NULL;
+  }
   for (size_t i = 0; ok && i < m->meta_count; i++, c->meta_count++) {
     c->meta_key[i] = strdup(m->meta_key[i]);
     c->meta_value[i] = strdup(m->meta_value[i]);
@@ -147,8 +165,69 @@ static int parse_meta(dcr__hmember *m, json_t *meta, size_t i, dcr_detail *d) {
   return DCR_OK;
 }
 
+static int by_path(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, ((const dcr__hfile *)b)->path);
+}
+
+/* A directory keyframe's files (1.1): set member paths (§2.3) in strictly
+ * increasing bytewise order, none a directory of another, each with its size and
+ * digest; the member's size is their sum. */
+static int parse_files(dcr__hmember *m, json_t *files, size_t i, unsigned minor, dcr_detail *d) {
+  static const char *const file_keys[] = {"path", "size", "xxh3_128", NULL};
+  if (!json_is_array(files) || json_array_size(files) > DCR__HISTORY_MEMBERS_MAX)
+    return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): 'files' is not an array of at most 2^20 files", i,
+                     m->name);
+  size_t n = json_array_size(files);
+  if (!(m->files = calloc(n + 1, sizeof *m->files))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate %zu files", n);
+  m->directory = 1;
+  for (size_t f = 0; f < n; f++) {
+    json_t *o = json_array_get(files, f), *path = json_object_get(o, "path");
+    const char *bad = json_is_object(o) ? unknown_key(o, file_keys, minor) : NULL;
+    if (!json_is_object(o) || bad)
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'), file %zu: not an object%s%.64s", i, m->name, f,
+                       bad ? ", or an unknown key: " : "", bad ? bad : "");
+    const char *p = json_is_string(path) ? json_string_value(path) : NULL;
+    size_t len = p ? json_string_length(path) : 0;
+    if (!p || len > 4096 || strlen(p) != len || !dcr__set_path_valid(p, len))
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'), file %zu: 'path' is not a set member path of "
+                       "at most 4096 bytes (SPEC.md §2.3)", i, m->name, f);
+    if (f && strcmp(m->files[f - 1].path, p) >= 0)
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): file '%.64s' is not after '%.64s': paths are "
+                       "different and in bytewise order", i, m->name, p, m->files[f - 1].path);
+    dcr__hfile *h = &m->files[f];
+    if (!(h->path = strdup(p))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a path");
+    m->file_count++;
+    if (get_uint(o, "size", 0, INT64_MAX, &h->size) || h->size > INT64_MAX - m->size)
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'), file '%.64s': 'size' is not an integer in "
+                       "[0, 2^63), or the files' sizes add up to 2^63 or more", i, m->name, p);
+    m->size += h->size;
+    if (get_digest(o, "xxh3_128", h->digest))
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'), file '%.64s': 'xxh3_128' is not 32 lower-case "
+                       "hex digits", i, m->name, p);
+  }
+  /* A file cannot also be a directory: no path is a directory above another. */
+  char *dir = NULL;
+  for (size_t f = 0; f < n; f++)
+    for (const char *s = strchr(m->files[f].path, '/'); s; s = strchr(s + 1, '/')) {
+      size_t len = (size_t)(s - m->files[f].path);
+      char *t = realloc(dir, len + 1);
+      if (!t) return free(dir), dcr__fail(d, DCR_E_NOMEM, "cannot allocate a path");
+      dir = t;
+      memcpy(dir, m->files[f].path, len), dir[len] = 0;
+      const char *key = dir;
+      if (bsearch(&key, m->files, f, sizeof *m->files, by_path)) {
+        int rc = dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): '%.64s' is a file and a directory", i, m->name,
+                           dir);
+        return free(dir), rc;
+      }
+    }
+  free(dir);
+  return DCR_OK;
+}
+
 static int parse_member(dcr__hmember *m, json_t *o, size_t i, unsigned minor, dcr_detail *d) {
   static const char *const keyframe_keys[] = {"name", "kind", "step", "size", "xxh3_128", "state", NULL};
+  static const char *const directory_keys[] = {"name", "kind", "step", "state", "files", NULL};
   static const char *const bundle_keys[] = {"name", "kind", "step", "size", "xxh3_128", "base_state",
                                             "target_state", "metadata", NULL};
   if (!json_is_object(o)) return dcr__fail(d, DCR_E_ARCHIVE, "member %zu is not a JSON object", i);
@@ -162,11 +241,19 @@ static int parse_member(dcr__hmember *m, json_t *o, size_t i, unsigned minor, dc
   if (!strcmp(k, "keyframe")) m->kind = DCR_HISTORY_KEYFRAME;
   else if (!strcmp(k, "bundle")) m->kind = DCR_HISTORY_BUNDLE;
   else return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): 'kind' is not \"keyframe\" or \"bundle\"", i, m->name);
-  const char *bad = unknown_key(o, m->kind == DCR_HISTORY_KEYFRAME ? keyframe_keys : bundle_keys, minor);
+  /* A directory keyframe, from 1.1: a 1.0 index has no key "files" */
+  json_t *files = minor >= 1 && m->kind == DCR_HISTORY_KEYFRAME ? json_object_get(o, "files") : NULL;
+  const char *bad = unknown_key(o, m->kind == DCR_HISTORY_BUNDLE ? bundle_keys : files ? directory_keys
+                                                                                         : keyframe_keys, minor);
   if (bad) return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): unknown key '%.64s' in a %u.%u index",
                             i, m->name, bad, DCR__HISTORY_MAJOR, minor);
   if (get_uint(o, "step", 0, DCR__HISTORY_STEP_MAX - 1, &m->step))
     return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): 'step' is not an integer in [0, 2^53)", i, m->name);
+  if (files) {
+    if (get_digest(o, "state", m->state))
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): 'state' is not 32 lower-case hex digits", i, m->name);
+    return parse_files(m, files, i, minor, d);
+  }
   if (get_uint(o, "size", 0, INT64_MAX, &m->size))
     return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s'): 'size' is not an integer in [0, 2^63)", i, m->name);
   if (get_digest(o, "xxh3_128", m->digest))
@@ -204,9 +291,27 @@ int dcr__hindex_check(const dcr__hindex *x, dcr_detail *d) {
       free(sorted);
       return dcr__fail(d, DCR_E_ARCHIVE, "two members are named '%.64s'", name);
     }
+  /* A directory keyframe's files are members "<name>/<path>": no other name may
+   * start so. Names sorted, those under "<name>/" follow it in one run. */
+  for (size_t i = 0; i < x->count; i++) {
+    const dcr__hmember *m = sorted[i];
+    if (!m->directory) continue;
+    size_t n = strlen(m->name);
+    for (size_t j = i + 1; j < x->count && !strncmp(sorted[j]->name, m->name, n); j++)
+      if (sorted[j]->name[n] == '/') {
+        const char *name = sorted[j]->name;
+        free(sorted);
+        return dcr__fail(d, DCR_E_ARCHIVE, "member '%.64s' is inside directory keyframe '%.64s'", name, m->name);
+      }
+  }
   free(sorted);
   if (x->m[0].kind != DCR_HISTORY_KEYFRAME)
     return dcr__fail(d, DCR_E_ARCHIVE, "member 0 ('%.64s') is a bundle: an archive starts with a keyframe", x->m[0].name);
+  for (size_t i = 1; i < x->count; i++)
+    if (x->m[i].kind == DCR_HISTORY_KEYFRAME && x->m[i].directory != x->m[0].directory)
+      return dcr__fail(d, DCR_E_ARCHIVE, "member %zu ('%.64s') is a %s keyframe after a %s one: an archive's "
+                       "keyframes are all files or all directories", i, x->m[i].name,
+                       x->m[i].directory ? "directory" : "file", x->m[0].directory ? "directory" : "file");
   const dcr__hmember *last_bundle = NULL;
   for (size_t i = 0; i < x->count; i++) {
     const dcr__hmember *m = &x->m[i], *p = i ? &x->m[i - 1] : NULL;
@@ -347,7 +452,8 @@ int dcr__hindex_write(const dcr__hindex *x, char **out, size_t *length, dcr_deta
   json_t *doc = json_object(), *members = json_array();
   int ok = doc && members;
   char version[16];
-  snprintf(version, sizeof version, "%d.%d", DCR__HISTORY_MAJOR, DCR__HISTORY_MINOR);
+  /* The lowest minor that says it (§19.5): 1.1 only for directory keyframes. */
+  snprintf(version, sizeof version, "%d.%d", DCR__HISTORY_MAJOR, x->m[0].directory ? 1 : 0);
   ok = ok && !json_object_set_new(doc, "format", json_string("dcr-history")) &&
        !json_object_set_new(doc, "version", json_string(version));
   if (ok && x->run_id) ok = !json_object_set_new(doc, "run_id", json_string(x->run_id));
@@ -360,10 +466,20 @@ int dcr__hindex_write(const dcr__hindex *x, char **out, size_t *length, dcr_deta
     ok = o && !json_array_append_new(members, o) &&
          !json_object_set_new(o, "name", json_string(m->name)) &&
          !json_object_set_new(o, "kind", json_string(key ? "keyframe" : "bundle")) &&
-         !json_object_set_new(o, "step", json_integer((json_int_t)m->step)) &&
-         !json_object_set_new(o, "size", json_integer((json_int_t)m->size)) &&
-         !json_object_set_new(o, "xxh3_128", hex_string(m->digest));
+         !json_object_set_new(o, "step", json_integer((json_int_t)m->step));
+    if (ok && !m->directory)
+      ok = !json_object_set_new(o, "size", json_integer((json_int_t)m->size)) &&
+           !json_object_set_new(o, "xxh3_128", hex_string(m->digest));
     if (ok && key) ok = !json_object_set_new(o, "state", hex_string(m->state));
+    json_t *files = ok && m->directory ? json_array() : NULL;
+    if (m->directory) ok = files && !json_object_set_new(o, "files", files);
+    for (size_t f = 0; ok && f < m->file_count; f++) {
+      json_t *e = json_object();
+      ok = e && !json_array_append_new(files, e) &&
+           !json_object_set_new(e, "path", json_string(m->files[f].path)) &&
+           !json_object_set_new(e, "size", json_integer((json_int_t)m->files[f].size)) &&
+           !json_object_set_new(e, "xxh3_128", hex_string(m->files[f].digest));
+    }
     if (ok && !key)
       ok = !json_object_set_new(o, "base_state", hex_string(m->base)) &&
            !json_object_set_new(o, "target_state", hex_string(m->target));

@@ -820,7 +820,11 @@ typedef struct {
   uint8_t base_state[16];   /* bundle: the state it applies to; keyframe: zeros */
   uint8_t state[16];        /* the state the step ends in: the keyframe's, the bundle's target */
   uint64_t meta_count;      /* bundle: its metadata pairs */
-  uint64_t reserved_[4];
+  uint32_t directory;       /* 1: a keyframe that is a directory, a set (history 1.1);
+                               size is its files' sum, digest zeros */
+  uint32_t reserved32_;
+  uint64_t file_count;      /* a directory keyframe: its files */
+  uint64_t reserved_[2];
 } dcr_history_member;
 
 /* i < member_count, in archive order. Strings stay valid while the history lives. */

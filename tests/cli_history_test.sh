@@ -399,5 +399,120 @@ PY
 }
 tcase "--memory: large bundles kept in a temporary file; create and append within the budget" t_budget
 
+# ---- directory keyframes (history 1.1): a Hugging Face model directory of 4
+# shards with its index, config and tokenizer files; at step 2 a tensor moves to
+# another shard, at step 3 the vocabulary grows (embedding rows and config.json).
+MKSET=$HERE/mkset.py
+same_tree() { diff -r "$1" "$2" >/dev/null || fail "$1 and $2 differ: $(diff -rq "$1" "$2" | head -3 | tr '\n' '|')"; }
+"$DCR" synth d0.st d1.st --size 1M --seed 11 -q && "$DCR" synth d1.st d2.st --size 1M --seed 12 -q 2>/dev/null
+python3 "$MKSET" d0.st D0 --shards 4 && python3 "$MKSET" d1.st D1 --shards 4 --config '{"lr": 2}' &&
+  python3 "$MKSET" d1.st D2 --shards 4 --move model.embed_tokens.weight --config '{"lr": 3}' &&
+  python3 "$MKSET" d1.st D3 --shards 4 --move model.embed_tokens.weight --grow model.embed_tokens.weight:64 \
+    --config '{"vocab_size": 1762}' || exit 3
+for i in 1 2 3; do
+  "$DCR" encode -q "D$((i - 1))" "D$i" -o "d$i.dcr" --meta "step=$i" --meta run_id=run-d || exit 3
+done
+
+t_directories() {
+  local a=$1 s before
+  rm -rf "$a" X*
+  before=$(ls -A | grep '^\.dcr-') # killed appends (t_crash) leave theirs
+  run history create "$a" --keyframe D0 -q; want_rc 0 "create from a directory" || return
+  for i in 1 2 3; do run history append "$a" "d$i.dcr" -q; want_rc 0 "append step $i" || return; done
+  run history verify --json "$a"; want_rc 0 "verify" || return
+  run history list --json "$a"; want_rc 0 "list" || return
+  [ "$(jget o 'j["version"]')" = 1.1 ] || fail "a directory archive is 1.1: $(shown o)"
+  [ "$(jget o 'j["member_list"][0]["files"]')" = "$(find D0 -type f | wc -l)" ] ||
+    fail "the keyframe lists $(jget o 'j["member_list"][0]["files"]') files"
+  for s in 0 1 2 3; do
+    run history extract "$a" --step "$s" -o "X$s" -q; want_rc 0 "extract step $s" || return
+    same_tree "X$s" "D$s"
+  done
+  # bitwise what dcr apply makes of the same bundles
+  run apply D0 d1.dcr d2.dcr d3.dcr -o XA -q; want_rc 0 "dcr apply" && same_tree X3 XA
+  run history extract - --step 2 -o XP -q < "$a"; want_rc 0 "extract from a pipe" && same_tree XP D2
+  run history extract "$a" --step 1 -o X3 -q; want_rc 2 "an existing output without -f"
+  same_tree X3 D3
+  run history extract "$a" --step 1 -o X3 -f -q; want_rc 0 "-f replaces it" && same_tree X3 D1
+  [ "$(ls -A | grep '^\.dcr-')" = "$before" ] || fail "a work directory was left: $(ls -A | grep '^\.dcr-')"
+}
+tcase "directory keyframes, tar: 4 shards, a moved tensor, a grown vocabulary; every step file for file" \
+  t_directories dir.tar
+tcase "directory keyframes, tar.zst" t_directories dir.tar.zst
+tcase "directory keyframes, zip" t_directories dir.zip
+
+t_directory_refusals() {
+  run history create mixed.tar --keyframe D0 b1.dcr
+  want_rc 2 "a file bundle after a directory keyframe" && has e "bundles of set" "says which kind"
+  [ ! -e mixed.tar ] || fail "create left an archive"
+  run history create mixed.tar --keyframe "$(ck 0)" d1.dcr
+  want_rc 2 "a set bundle after a file keyframe"
+  run history create dk.tar --keyframe D0 d1.dcr --keyframe-every 1
+  want_rc 2 "keyframe_every with directory keyframes" && has e "keyframe_every" "says why"
+  run history create dk.tar --keyframe D0 d1.dcr -q; want_rc 0 "create" || return
+  run keygen dsig; want_rc 0 "keygen" || return
+  run encode D1 D2 -o d2s.dcr --meta step=2 --meta run_id=run-d --sign dsig.key -q; want_rc 0 "encode --sign"
+  run history append dk.tar d2.dcr --require-signature dsig.pub
+  want_rc 1 "an unsigned set bundle under --require-signature" && has e DCR_E_SIGNATURE "signature"
+  run history append dk.tar d2s.dcr --require-signature dsig.pub -q; want_rc 0 "a signed one" || return
+  run history extract dk.tar --step 2 -o XS --require-signature dsig.pub -q
+  want_rc 1 "extract under --require-signature: step 1 is unsigned" && [ ! -e XS ] || fail "XS written"
+  run history verify dk.tar --require-signature dsig.pub; want_rc 1 "verify under --require-signature"
+  run history append dk.tar d1.dcr; want_rc 1 "a bundle of another base" && has e DCR_E_BASE_MISMATCH "base mismatch"
+}
+tcase "directory archives refuse file bundles, file archives set bundles" t_directory_refusals
+
+# Archives whose files would land outside the output, or are links: refused before
+# anything is written. Made with Python's tarfile from the reference archive.
+t_directory_hostile() {
+  local before
+  before=$(ls -A | grep '^\.dcr-')
+  run history create good.tar --keyframe D0 d1.dcr -f -q; want_rc 0 "create" || return
+  python3 - <<'PY' || { fail "python"; return; }
+import io, json, tarfile
+src = tarfile.open("good.tar")
+members = [(m, src.extractfile(m).read()) for m in src.getmembers()]
+index = json.loads(members[0][1])
+def write(name, index, members, link=None):
+    with tarfile.open(name, "w", format=tarfile.PAX_FORMAT) as t:
+        data = json.dumps(index, indent=1).encode() + b"\n"
+        info = tarfile.TarInfo("dcr-history.json"); info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+        for m, body in members[1:]:
+            info = tarfile.TarInfo(m.name); info.size = len(body)
+            if link and m.name == link:
+                info.type, info.size, info.linkname = tarfile.SYMTYPE, 0, "/etc/passwd"
+                t.addfile(info)
+            else:
+                t.addfile(info, io.BytesIO(body))
+key = index["members"][0]
+first = key["files"][0]["path"]
+for vid, bad in (("dotdot", "../escaped.json"), ("absolute", "/tmp/escaped.json"), ("dot", "./x.json"),
+                 ("hidden", ".hidden")):
+    doc = json.loads(json.dumps(index))
+    doc["members"][0]["files"][0]["path"] = bad
+    ms = [(m, b) for m, b in members]
+    ms[1][0].name = key["name"] + "/" + bad
+    write("bad-%s.tar" % vid, doc, ms)
+    ms[1][0].name = key["name"] + "/" + first
+write("bad-link.tar", index, members, link=key["name"] + "/" + first)
+PY
+  for v in dotdot absolute dot hidden link; do
+    run history extract "bad-$v.tar" --step 1 -o XH -q
+    want_rc 1 "$v: refused" && has e DCR_E_ARCHIVE "$v: DCR_E_ARCHIVE"
+    [ ! -e XH ] && [ ! -e escaped.json ] && [ ! -e ../escaped.json ] && [ ! -e /tmp/escaped.json ] ||
+      fail "$v: something was written"
+    run history verify "bad-$v.tar"; want_rc 1 "$v: verify refuses it"
+  done
+  # a damaged file of the keyframe: its digest, nothing written
+  python3 -c 'import tarfile; t = tarfile.open("good.tar"); m = [m for m in t.getmembers() if m.name.endswith("config.json")][0]; b = bytearray(open("good.tar","rb").read()); b[m.offset_data] ^= 1; open("bad-digest.tar","wb").write(b)'
+  run history extract bad-digest.tar --step 0 -o XH -q
+  want_rc 1 "a damaged keyframe file" && has e DCR_E_CHECKSUM "DCR_E_CHECKSUM"
+  [ ! -e XH ] || fail "a damaged keyframe was written"
+  [ "$(ls -A | grep '^\.dcr-')" = "$before" ] || fail "a temporary directory was left"
+}
+tcase "directory archives: paths outside the output, links, damaged files refused, nothing written" \
+  t_directory_hostile
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

@@ -10,7 +10,7 @@
 # (testvectors/schema.json; every file's sha256 with sha256sum, the members of a
 # checkpoint set's directory one by one; no unlisted file; the counts, repair
 # checks included), then all of them together with the companion formats'
-# (journal-v1/, journal-v1.1/, history-v1/): every SPEC.md error code that a bundle can cause has an invalid
+# (journal-v1/, journal-v1.1/, history-v1/, history-v1.1/): every SPEC.md error code that a bundle can cause has an invalid
 # vector; every requirement id [R-...] of SPEC.md is covered by a vector or listed
 # in requirements_without_vectors, and every id an index names exists in SPEC.md.
 # Then runs
@@ -177,7 +177,7 @@ CODES = ["DCR_OK", "DCR_E_IO", "DCR_E_NOMEM", "DCR_E_ARGUMENT", "DCR_E_TRUNCATED
 # indexes of their own; their codes and requirement ids count as covered by them, as do
 # those of every bundle corpus.
 companions = [json.load(open(os.path.join(tv, p, "index.json"), encoding="utf-8"))
-              for p in ("journal-v1", "journal-v1.1", "history-v1", "sign-v1", "range-v1")]
+              for p in ("journal-v1", "journal-v1.1", "history-v1", "history-v1.1", "sign-v1", "range-v1")]
 spec = open(spec_path, encoding="utf-8").read()
 spec_codes = set(re.findall(r"^\| \d+ \| (DCR_E_[A-Z_]+) \|", spec, re.M))
 if spec_codes != set(CODES[1:]):

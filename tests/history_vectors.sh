@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # history_vectors.sh - plays every history archive test vector
-# (testvectors/history-v1/index.json, SPEC.md §19) through the dcr CLI.
+# (testvectors/history-v1/ or history-v1.1/index.json, SPEC.md §19) through the dcr CLI.
 #
 # usage: tests/history_vectors.sh [path/to/dcr] [testvectors/history-v1]
 #
@@ -27,6 +27,13 @@ def fail(vid, msg):
 
 def sha256(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+def tree(d):  # a directory step (history 1.1): each file's path and sha256
+    return {os.path.relpath(os.path.join(r, n), d).replace(os.sep, "/"): sha256(os.path.join(r, n))
+            for r, _, names in os.walk(d) for n in names}
+
+def same(path, want):
+    return tree(path) == want["files"] if "files" in want else sha256(path) == want["sha256"]
 
 listed = {v["archive"] for v in index["vectors"]}
 for root, _, names in os.walk(tv):
@@ -57,7 +64,12 @@ for v in index["vectors"]:
         if x.returncode:
             fail(vid, "extract --step %s: %s" % (step, x.stderr.strip()))
             continue
-        if sha256(target) != want["sha256"]:
+        if os.path.isdir(target) != ("files" in want):
+            fail(vid, "step %s: a %s, the index gives a %s" % (step, "directory" if os.path.isdir(target) else "file",
+                                                            "directory" if "files" in want else "file"))
+        elif "files" in want and tree(target) != want["files"]:
+            fail(vid, "step %s: the directory's files differ" % step)
+        elif "files" not in want and sha256(target) != want["sha256"]:
             fail(vid, "step %s: the checkpoint's sha256 differs" % step)
         ident = subprocess.run([dcr, "id", target], capture_output=True, text=True).stdout.split()
         if not ident or ident[0] != want["state"]:
@@ -67,7 +79,7 @@ for v in index["vectors"]:
         with open(path, "rb") as f:
             x = subprocess.run([dcr, "history", "extract", "-", "--step", last, "-o", os.path.join(work, "pipe"),
                                 "-f", "-q"], stdin=f, capture_output=True, text=True)
-        if x.returncode or sha256(os.path.join(work, "pipe")) != v["steps"][last]["sha256"]:
+        if x.returncode or not same(os.path.join(work, "pipe"), v["steps"][last]):
             fail(vid, "extract from a pipe: %s" % x.stderr.strip())
     passed += len(failures) == before
 for f in failures:

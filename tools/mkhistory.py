@@ -2,7 +2,10 @@
 """mkhistory.py - writes the history archive test vectors, testvectors/history-v1/
 (SPEC.md §19), with Python's own tar, zip and JSON writers (not libdcr's).
 
-  tools/mkhistory.py DCR OUTDIR
+  tools/mkhistory.py DCR OUTDIR [OUTDIR_1_1]
+
+With OUTDIR_1_1, the vectors of history 1.1 (directory keyframes, SPEC.md §19.3)
+are written there too, from a run of checkpoint sets (tests/mkset.py).
 
 DCR (the dcr program) makes the run the archives hold: tests/mkchain.py writes
 five small BF16 checkpoints, `dcr encode` the bundles between them (with the
@@ -386,5 +389,167 @@ index = {
 with open(os.path.join(OUT, "index.json"), "w") as f:
     json.dump(index, f, indent=1, ensure_ascii=False)
     f.write("\n")
+def write_v11(out):
+    """history 1.1: a run of three sets (two shards, their index, config.json), the
+    embedding moved to the other shard at step 1, config.json changed at step 2."""
+    mkset = os.path.join(HERE, "..", "tests", "mkset.py")
+    sets = []
+    for i in range(3):
+        d = os.path.join(tmp, "set%d" % i)
+        args = [sys.executable, mkset, os.path.join(tmp, "step-%04d.safetensors" % i), d, "--shards", "2",
+                "--no-extras"]
+        if i >= 1:
+            args += ["--move", "embed.weight"]
+        run(*args)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write('{"lr": %d}\n' % (1 if i < 2 else 2))
+        sets.append(d)
+    sstate = [run(DCR, "id", d).split()[0] for d in sets]
+    sb = [None]
+    for i in (1, 2):
+        o = os.path.join(tmp, "s%d.dcr" % i)
+        run(DCR, "encode", "-q", sets[i - 1], sets[i], "-o", o, "--meta", "step=%d" % i, "--meta", "run_id=" + RUN)
+        sb.append(open(o, "rb").read())
+
+    def tree(d):
+        files = []
+        for root, _, names in os.walk(d):
+            for n in names:
+                p = os.path.relpath(os.path.join(root, n), d).replace(os.sep, "/")
+                files.append((p, open(os.path.join(root, n), "rb").read()))
+        return sorted(files, key=lambda f: f[0].encode())
+
+    trees = [tree(d) for d in sets]
+
+    def dkey(i, files=None, name=None):
+        files = files if files is not None else trees[i]
+        m = {"name": name or "keyframes/step-%08d" % i, "kind": "keyframe", "step": i, "state": sstate[i],
+             "files": [{"path": p, "size": len(b), "xxh3_128": xxh128(b)} for p, b in files]}
+        return m, files
+
+    def sbundle(i):
+        data = sb[i]
+        return {"name": "bundles/step-%08d.dcr" % i, "kind": "bundle", "step": i, "size": len(data),
+                "xxh3_128": xxh128(data), "base_state": sstate[i - 1], "target_state": sstate[i],
+                "metadata": {"run_id": RUN, "step": str(i)}}, data
+
+    def doc_of(members, version="1.1"):
+        return {"format": "dcr-history", "version": version, "run_id": RUN, "members": [m for m, _ in members]}
+
+    def entries(members, doc=None, text=None):
+        out = [("dcr-history.json", text if text is not None else dump(doc or doc_of(members)))]
+        for m, data in members:
+            if "files" in m:
+                out += [(m["name"] + "/" + p, b) for p, b in data]
+            else:
+                out.append((m["name"], data))
+        return out
+
+    vecs = []
+    shutil.rmtree(out, ignore_errors=True)
+    for d in ("valid", "invalid"):
+        os.makedirs(os.path.join(out, d))
+
+    def put(vid, archive, container, error=None, stage=None, covers=(), description="", steps=()):
+        path = vid + {"tar": ".tar", "tar.zst": ".tar.zst", "zip": ".zip"}[container]
+        with open(os.path.join(out, path), "wb") as f:
+            f.write(archive)
+        v = {"id": vid, "archive": path, "container": container, "result": "invalid" if error else "valid",
+             "error": error, "stage": stage, "sha256": hashlib.sha256(archive).hexdigest()}
+        if not error:
+            v["steps"] = {str(i): {"state": sstate[i],
+                                   "files": {p: hashlib.sha256(b).hexdigest() for p, b in trees[i]}}
+                          for i in steps}
+        v["covers"] = list(covers)
+        v["description"] = description
+        vecs.append(v)
+
+    c = [dkey(0), sbundle(1), sbundle(2)]
+    good = entries(c)
+    put("valid/dir-tar", tar_bytes(good), "tar", covers=["R-HIS-2", "R-HIS-3", "R-HIS-4", "R-HIS-5", "R-HIS-6",
+                                                         "R-HIS-9", "R-HIS-10"],
+        description="a directory keyframe (two shards, their index, config.json) and two set bundles: the "
+                    "embedding moves to the other shard, then config.json changes", steps=(0, 1, 2))
+    put("valid/dir-tar-zst", zst_bytes(tar_bytes(good)), "tar.zst", covers=["R-HIS-1", "R-HIS-10"],
+        description="valid/dir-tar compressed whole with zstd", steps=(0, 1, 2))
+    put("valid/dir-zip", zip_bytes(good), "zip", covers=["R-HIS-1", "R-HIS-10"],
+        description="valid/dir-tar's members in a zip, stored", steps=(0, 1, 2))
+    ck2 = c + [dkey(2)]
+    put("valid/dir-keyframes", tar_bytes(entries(ck2)), "tar", covers=["R-HIS-3", "R-HIS-6"],
+        description="directory keyframes at steps 0 and 2", steps=(0, 1, 2))
+
+    def bad_index(vid, f, covers, description, error="DCR_E_ARCHIVE", members=None, version="1.1"):
+        d = json.loads(json.dumps(doc_of(members or c, version)))
+        f(d)
+        put(vid, tar_bytes(entries(members or c, text=dump(d))), "tar", error, "index", covers, description)
+
+    def set_path(d, p, k=0):
+        d["members"][0]["files"][k]["path"] = p
+
+    bad_index("invalid/dir-path-dotdot", lambda d: set_path(d, "../config.json"), ["R-HIS-9", "R-HIS-10"],
+              "a file path with a .. component")
+    bad_index("invalid/dir-path-absolute", lambda d: set_path(d, "/tmp/config.json"), ["R-HIS-9", "R-HIS-10"],
+              "an absolute file path")
+    bad_index("invalid/dir-path-hidden", lambda d: set_path(d, ".config.json"), ["R-HIS-9"],
+              "a file path beginning with .: not a set member")
+    bad_index("invalid/dir-path-backslash", lambda d: set_path(d, "a\\b.json"), ["R-HIS-9"],
+              "a backslash in a file path")
+    bad_index("invalid/dir-path-order", lambda d: d["members"][0]["files"].reverse(), ["R-HIS-9"],
+              "the files in reverse path order")
+    bad_index("invalid/dir-path-file-and-dir",
+              lambda d: d["members"][0]["files"].insert(1, {"path": "config.json/x", "size": 0,
+                                                            "xxh3_128": xxh128(b"")}),
+              ["R-HIS-9"], "config.json is a file and a directory")
+    bad_index("invalid/dir-file-extra-key", lambda d: d["members"][0]["files"][0].update(mode=420), ["R-HIS-9"],
+              "a file with a key 1.1 does not define")
+    bad_index("invalid/dir-with-size", lambda d: d["members"][0].update(size=1), ["R-HIS-2", "R-HIS-9"],
+              "a directory keyframe with a size")
+    bad_index("invalid/dir-in-1.0", lambda d: None, ["R-HIS-2", "§19.5"],
+              "a directory keyframe in a 1.0 index", version="1.0")
+    mixed = c + [keyframe(2, "keyframes/step-00000002.safetensors")]
+    mixed[-1] = (dict(mixed[-1][0], state=sstate[2]), mixed[-1][1])
+    bad_index("invalid/dir-mixed-keyframes", lambda d: None, ["R-HIS-3"],
+              "a file keyframe after a directory keyframe", members=mixed)
+    inside = [c[0], (dict(c[1][0], name="keyframes/step-00000000/x.dcr"), c[1][1]), c[2]]
+    bad_index("invalid/dir-name-inside", lambda d: None, ["R-HIS-3"],
+              "a bundle named inside the directory keyframe", members=inside)
+    # members against the index, contents
+    flipped = [list(f) for f in good]
+    at = next(i for i, f in enumerate(flipped) if f[0].endswith("config.json"))
+    flipped[at][1] = bytes([flipped[at][1][0] ^ 1]) + flipped[at][1][1:]
+    put("invalid/dir-file-digest", tar_bytes([tuple(f) for f in flipped]), "tar", "DCR_E_CHECKSUM", "members",
+        ["R-HIS-4"], "one bit of the keyframe's config.json flipped")
+    put("invalid/dir-file-symlink", tar_bytes(good, types={good[at][0]: tarfile.SYMTYPE}), "tar", "DCR_E_ARCHIVE",
+        "members", ["R-HIS-4", "R-HIS-10"], "the keyframe's config.json is a symbolic link to ../etc/passwd")
+    put("invalid/dir-file-missing", tar_bytes(good[:at] + good[at + 1:]), "tar", "DCR_E_ARCHIVE", "members",
+        ["R-HIS-4"], "the keyframe's config.json is not in the archive")
+    lie = [(dict(c[0][0], state=sstate[1]), c[0][1])] + c[1:]
+    lie[1] = (dict(lie[1][0], base_state=sstate[1]), lie[1][1])
+    put("invalid/dir-state-lie", tar_bytes(entries(lie)), "tar", "DCR_E_ARCHIVE", "members", ["R-HIS-5"],
+        "the index gives the keyframe another state (and the first bundle's base agrees with it)")
+    fb = [c[0], (dict(bundle(1)[0], base_state=sstate[0], target_state=sstate[1]), bundles[1])]
+    put("invalid/dir-file-bundle", tar_bytes(entries(fb)), "tar", "DCR_E_ARCHIVE", "members", ["R-HIS-5"],
+        "a bundle of safetensors files after a directory keyframe, its states listed as the sets'")
+    idx = {
+        "format": "DCR history archive",
+        "format_version": "1.1",
+        "spec": "SPEC.md §19",
+        "generator": "tools/mkhistory.py DCR OUTDIR OUTDIR_1_1 (Python tarfile, zipfile and json; the zstd "
+                     "program; dcr encode for the bundles); run only to add vectors",
+        "usage": "as testvectors/history-v1/index.json; a step of a valid vector is a directory: `files` gives "
+                 "each file's path and sha256, and nothing else is in it",
+        "counts": {"valid": sum(v["result"] == "valid" for v in vecs),
+                   "invalid": sum(v["result"] == "invalid" for v in vecs)},
+        "vectors": vecs,
+    }
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump(idx, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print("mkhistory: %d valid, %d invalid vectors in %s" % (idx["counts"]["valid"], idx["counts"]["invalid"], out))
+
+
+if len(sys.argv) > 3:
+    write_v11(sys.argv[3])
+
 shutil.rmtree(tmp)
 print("mkhistory: %d valid, %d invalid vectors in %s" % (index["counts"]["valid"], index["counts"]["invalid"], OUT))
