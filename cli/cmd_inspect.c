@@ -16,13 +16,20 @@ static const char usage[] =
     "changed and how it is encoded. The bundle's structure is checked first.\n"
     "Given a safetensors checkpoint instead, show its size, prefix length, state id\n"
     "(SPEC.md section 7; what 'dcr id' prints) and its tensors with their hashes\n"
-    "(all of them with -v, or when there are few).\n\n"
+    "(all of them with -v, or when there are few). A bundle's text counts its\n"
+    "tensors by status (a set's raw members apart) and lists them, and the\n"
+    "member files, when there are few; -v lists every one.\n\n"
     "      --json           print one JSON document on stdout (see README)\n"
     CLI_HTTP_HELP;
 
 typedef struct {
   uint64_t chunks, elements, payload, by_encoding[DCR_ENC_COUNT];
 } tensor_stats;
+
+/* Rows (tensors, member files) listed without -v: a model's bundle changes a
+ * chunk of nearly every one of its hundreds of tensors, so past this many the
+ * text shows the counts and -v every row. */
+#define SHORT_LIST 20
 
 static const char *status_of(const dcr_tensor_info *t, const tensor_stats *s) {
   if (!t->target.present) return "removed";
@@ -87,6 +94,35 @@ static void shape_text(const dcr_tensor_side *s, char *buf, size_t size) {
   if (n < size) snprintf(buf + n, size - n, "]");
 }
 
+/* The entries counted by status, a set's raw members (config, tokenizer, index)
+ * apart from its tensors; returns the rows the table shows without -v. */
+static uint64_t print_counts(dcr_reader *r, const dcr_bundle_info *info, const tensor_stats *ts,
+                             int verbose) {
+  static const char *const statuses[] = {"changed", "resized", "reshaped", "added", "removed",
+                                         "recoded", "unchanged"};
+  enum { N = sizeof statuses / sizeof *statuses };
+  uint64_t count[2][N] = {{0}}, all[2] = {0}, rows = 0;
+  for (uint64_t i = 0; i < info->entry_count; i++) {
+    dcr_tensor_info t;
+    dcr_reader_tensor(r, i, &t);
+    const char *status = status_of(&t, &ts[i]);
+    int raw = t.raw != 0;
+    for (size_t k = 0; k < N; k++)
+      if (!strcmp(status, statuses[k])) count[raw][k]++;
+    all[raw]++;
+    rows += verbose || strcmp(status, "unchanged");
+  }
+  for (int raw = 0; raw < 2; raw++) {
+    if (raw && !all[raw]) continue;
+    printf("  %s: %llu", raw ? "raw members" : "tensors", (unsigned long long)all[raw]);
+    const char *sep = " (";
+    for (size_t k = 0; k < N; k++)
+      if (count[raw][k]) printf("%s%llu %s", sep, (unsigned long long)count[raw][k], statuses[k]), sep = ", ";
+    printf("%s\n", all[raw] ? ")" : "");
+  }
+  return rows;
+}
+
 static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *info,
                        const tensor_stats *ts, const tensor_stats *total, int verbose) {
   char a[32], b[32], hex[33];
@@ -101,8 +137,12 @@ static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *i
   printf("  target state  %s, %s (%.4f%% carried)\n", hex, cli_bytes(info->target_size, a),
          info->target_size ? 100.0 * (double)info->bundle_size / (double)info->target_size : 0.0);
   cli_put_meta(stdout, r, "  meta ", " = ", "\n");
-  if (info->member_count) printf("  %llu target member files:\n", (unsigned long long)info->member_count);
-  for (uint64_t i = 0; i < info->member_count; i++) {
+  uint64_t rows = print_counts(r, info, ts, verbose);
+  if (info->member_count && !verbose && info->member_count > SHORT_LIST)
+    printf("  %llu target member files (-v lists them)\n", (unsigned long long)info->member_count);
+  else if (info->member_count)
+    printf("  %llu target member files:\n", (unsigned long long)info->member_count);
+  for (uint64_t i = 0; i < info->member_count && (verbose || info->member_count <= SHORT_LIST); i++) {
     dcr_member_info m;
     dcr_reader_member(r, i, &m);
     print_member(&m);
@@ -118,9 +158,12 @@ static void print_text(const char *path, dcr_reader *r, const dcr_bundle_info *i
              s.compression ? ", zstd" : "");
     }
   }
-  printf("  %-10s %-8s %-16s %10s %10s  %s\n", "status", "dtype", "shape", "changed",
-         "payload", "name");
-  for (uint64_t i = 0; i < info->entry_count; i++) {
+  if (!verbose && rows > SHORT_LIST)
+    printf("  (-v lists the %llu tensors)\n", (unsigned long long)info->entry_count);
+  else
+    printf("  %-10s %-8s %-16s %10s %10s  %s\n", "status", "dtype", "shape", "changed",
+           "payload", "name");
+  for (uint64_t i = 0; i < info->entry_count && (verbose || rows <= SHORT_LIST); i++) {
     dcr_tensor_info t;
     dcr_reader_tensor(r, i, &t);
     const dcr_tensor_side *s = t.target.present ? &t.target : &t.base;
@@ -195,7 +238,6 @@ static void print_json(const char *path, dcr_reader *r, const dcr_bundle_info *i
 
 /* ---- a checkpoint (not a bundle) */
 
-#define SHORT_LIST 20 /* tensors listed without -v */
 
 static void print_checkpoint_text(const char *path, const dcr_checkpoint *ck,
                                   const dcr_checkpoint_summary *ci, const uint8_t id[16],

@@ -31,6 +31,14 @@ t_round_trip() {
   # the tensor that moved to another shard is coded against its base bytes
   [ "$(jget o '[t["status"] for t in j["tensors"] if t["name"] == "model.embed_tokens.weight"][0]')" = changed ] ||
     fail "a moved tensor is delta-coded"
+  # the text is a summary: tensors and raw members counted apart, rows with -v
+  run inspect s.dcr; want_rc 0 "inspect"
+  grep -Eq '^  tensors: [0-9]+ \([0-9]+ changed' o || fail "inspect counts the tensors: $(head -8 o)"
+  grep -Eq '^  raw members: 5 \(' o || fail "inspect counts the 5 raw members apart: $(head -8 o)"
+  grep -q 'model.embed_tokens.weight' o && fail "without -v, no row per tensor"
+  run inspect -v s.dcr; want_rc 0 "inspect -v"
+  grep -q 'model.embed_tokens.weight' o || fail "-v lists every tensor"
+  grep -q 'tokenizer/special_tokens_map.json' o || fail "-v lists every member file"
   run apply B s.dcr -o O; want_rc 0 "apply" || return
   same_tree O T
   [ "$(stat -c %a O)" = "$(stat -c %a T)" ] || fail "the output's mode is mkdir's: $(stat -c %a O)"

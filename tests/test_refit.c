@@ -1677,7 +1677,7 @@ static void test_classed_chunks_apply_everywhere(void **state) {
 
 /* A set: a.safetensors (model a), config.json (text), and either tok/extra.txt
  * (the base's) or new.txt (the targets'). */
-static void write_set(const char *root, const model *a, const char *config, int base) {
+static void write_place_set(const char *root, const model *a, const char *config, int base) {
   char path[512];
   mkdir(root, 0777);
   snprintf(path, sizeof path, "%s/a.safetensors", root), write_model(path, a);
@@ -1712,9 +1712,9 @@ static void test_inplace_directory_faults(void **state) {
   snprintf(sa, sizeof sa, "%s/SA", dir), snprintf(w, sizeof w, "%s/W", dir);
   snprintf(copy, sizeof copy, "%s/C", dir), snprintf(bt, sizeof bt, "%s/set.dcr", dir);
   snprintf(ba, sizeof ba, "%s/seta.dcr", dir);
-  write_set(sb, &m_base, "{\"v\": 1}", 1);
-  write_set(st_, &m_target, "{\"v\": 22}", 0);
-  write_set(sa, &m_add, "{\"v\": 22}", 0);
+  write_place_set(sb, &m_base, "{\"v\": 1}", 1);
+  write_place_set(st_, &m_target, "{\"v\": 22}", 0);
+  write_place_set(sa, &m_add, "{\"v\": 22}", 0);
   encode(sb, st_, bt), encode(sb, sa, ba);
   const char *bundles[] = {bt, ba}, *targets[] = {st_, sa};
   for (int which = 0; which < 2; which++) {
