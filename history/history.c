@@ -425,19 +425,28 @@ static int find_step(const dcr_history *h, uint64_t step, size_t *last, size_t *
   return DCR_OK;
 }
 
+/* The start of every rebuild: the members are read once, so an archive serves one;
+ * *e is the step's last member and *k the keyframe it starts from. */
+static int start_rebuild(dcr_history *h, uint64_t step, const dcr_history_options *o, size_t *e,
+                         size_t *k, dcr_detail *d) {
+  if (h->consumed) return dcr__fail(d, DCR_E_ARGUMENT, "the archive's members were read already: open it again");
+  h->consumed = 1;
+  int err = find_step(h, step, e, k, d);
+  if (err) return err;
+  if (o->max_target_size && h->x.m[*k].size > o->max_target_size)
+    return dcr__fail(d, DCR_E_LIMIT, "keyframe '%.64s' has %llu bytes, more than the cap of %llu", h->x.m[*k].name,
+                     (unsigned long long)h->x.m[*k].size, (unsigned long long)o->max_target_size);
+  return DCR_OK;
+}
+
 /* Rebuilds `step` in the work file w. *last_reader is the last bundle applied,
  * kept for the caller's final check; NULL if the step is a keyframe's. */
 static int replay(dcr_history *h, uint64_t step, dcr__work *w, const dcr_history_options *o,
                   dcr_reader **last_reader, dcr_detail *d) {
   size_t e = 0, k = 0;
   *last_reader = NULL;
-  if (h->consumed) return dcr__fail(d, DCR_E_ARGUMENT, "the archive's members were read already: open it again");
-  h->consumed = 1;
-  int err = find_step(h, step, &e, &k, d);
+  int err = start_rebuild(h, step, o, &e, &k, d);
   if (err) return err;
-  if (o->max_target_size && h->x.m[k].size > o->max_target_size)
-    return dcr__fail(d, DCR_E_LIMIT, "keyframe '%.64s' has %llu bytes, more than the cap of %llu", h->x.m[k].name,
-                     (unsigned long long)h->x.m[k].size, (unsigned long long)o->max_target_size);
   if ((err = member_seek(h, k, d)) || (err = keyframe_read(h, k, w->a.fd, o, d))) return err;
   dcr_apply_options aopt;
   dcr_apply_options_default(&aopt);
@@ -487,13 +496,8 @@ static unsigned commit_flags(const dcr_history_options *o) {
 static int extract_dir(dcr_history *h, uint64_t step, const char *out, const dcr_history_options *o,
                        dcr_detail *d) {
   size_t e = 0, k = 0;
-  if (h->consumed) return dcr__fail(d, DCR_E_ARGUMENT, "the archive's members were read already: open it again");
-  h->consumed = 1;
-  int err = find_step(h, step, &e, &k, d);
+  int err = start_rebuild(h, step, o, &e, &k, d);
   if (err) return err;
-  if (o->max_target_size && h->x.m[k].size > o->max_target_size)
-    return dcr__fail(d, DCR_E_LIMIT, "keyframe '%.64s' has %llu bytes, more than the cap of %llu", h->x.m[k].name,
-                     (unsigned long long)h->x.m[k].size, (unsigned long long)o->max_target_size);
   if ((err = member_seek(h, k, d))) return err;
   dir_out key = {.o = {.dir_fd = -1, .root_fd = -1}};
   if (k == e) { /* the step's own keyframe: straight to out */
