@@ -138,7 +138,9 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1.1
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-containers-v1
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json
+	bash tests/append_vectors.sh $(BUILD)/dcr testvectors/history-append-v1
+	bash tests/crash_history_test.sh $(BUILD)/dcr 8
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json testvectors/history-append-v1/index.json
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 	python3 tests/walk_vectors.py $(BUILD)/dcr testvectors/walk-v1
@@ -148,9 +150,10 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	bash tests/readme_test.sh $(BUILD)/dcr
 	bash tests/install_test.sh $(BUILD)
 
-crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies at random moments, rerun, compare (CRASH_COUNT=300, ~5 min)
+crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies and appends at random moments, rerun, compare (CRASH_COUNT=300, ~15 min)
 	bash tests/crash_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
 	bash tests/crash_dir_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
+	bash tests/crash_history_test.sh $(BUILD)/dcr $${CRASH_COUNT:-300}
 
 # The Python package (python/, issue #14) against this build's shared library and
 # CLI, with Debian's python3-numpy and python3-pytest. Not part of check: check
@@ -161,7 +164,7 @@ python-test: $(BUILD)/libdcr.so $(BUILD)/dcr ## Test the Python package (python/
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
+vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/, history-append-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 	rm -rf testvectors/v1.1
@@ -180,6 +183,8 @@ vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/m
 	python3 tools/mkwalkvectors.py testvectors
 	rm -rf testvectors/history-containers-v1
 	python3 tools/mkcontainervectors.py testvectors
+	rm -rf testvectors/history-append-v1
+	python3 tools/mkappendvectors.py testvectors
 
 # $(call python_vectors_check,GENERATOR,FOLDER,WHAT): testvectors/FOLDER must be
 # exactly what tools/GENERATOR.py writes.
@@ -245,6 +250,7 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BU
 	@$(call python_vectors_check,mkresourcevectors,resource-v1,The resource vectors (SPEC.md §11, §14))
 	@$(call python_vectors_check,mkwalkvectors,walk-v1,The set walk vectors (SPEC.md §2.3))
 	@$(call python_vectors_check,mkcontainervectors,history-containers-v1,The history container vectors (SPEC.md §19.1))
+	@$(call python_vectors_check,mkappendvectors,history-append-v1,The append journal vectors (SPEC.md §19.6))
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-journals.XXXXXX") && \
 	$(BUILD)/mkjournals "$$t" && \
 	if diff -r "$$t/journal-v1" testvectors/journal-v1 && diff -r "$$t/journal-v1.1" testvectors/journal-v1.1 && \

@@ -58,7 +58,7 @@ echo "# bundles: $(du -cb b*.dcr | tail -n 1 | cut -f1) bytes in all; step $STEP
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 timed() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
 
-printf '| K | archive | create | extract the worst step | extract a keyframe step |\n|---|---|---|---|---|\n'
+[ -z "$EVERY" ] || printf '| K | archive | create | extract the worst step | extract a keyframe step |\n|---|---|---|---|---|\n'
 for k in $EVERY; do
   every=()
   [ "$k" -gt 0 ] && every=(--keyframe-every "$k")
@@ -75,3 +75,31 @@ for k in $EVERY; do
     "$(echo "scale=1; $size / 1048576" | bc)" "$c" "$last" "$worst" $((k > 0 ? k - 1 : STEPS)) "$kt" "$key"
 done
 rm -f run.tar x.safetensors y.safetensors
+
+# The cost of adding a step (SPEC.md §19.6): the run appended one step at a time,
+# to a .tar (in place: the new members and the index slot) and to a .zip (which
+# is rewritten each time, as any archive was before appends in place). Bytes
+# written are the processes' write(2) bytes (wchar in /proc/PID/io, children's
+# counted into the shell that waits for them), with fsync as by default.
+echo
+echo "# history append, one step at a time (every 1 step's bundle: $(stat -c %s b1.dcr) bytes)"
+printf '| container | archive at the end | written a step (median) | written / bundle | time a step (median) |\n|---|---|---|---|---|\n'
+for c in tar zip; do
+  rm -f "run.$c"
+  "$DCR" history create "run.$c" --keyframe s0.safetensors -q
+  : > "steps.$c"
+  for i in $(seq 1 "$STEPS"); do
+    bash -c 'w0=$(awk "/^wchar/ {print \$2}" /proc/$$/io); t0=$(date +%s%N)
+             "$1" history append "$2" "$3" -q || exit 1
+             t1=$(date +%s%N); w1=$(awk "/^wchar/ {print \$2}" /proc/$$/io)
+             echo "$((w1 - w0)) $(( (t1 - t0) / 1000000 )) $(stat -c %s "$3")"' _ "$DCR" "run.$c" "b$i.dcr" >> "steps.$c"
+  done
+  "$DCR" history extract "run.$c" --step "$STEPS" -o z.safetensors -f -q
+  cmp -s z.safetensors last.safetensors || { echo "history.sh: step $STEPS of run.$c differs" >&2; exit 1; }
+  w=$(cut -d' ' -f1 "steps.$c" | median)
+  ms=$(cut -d' ' -f2 "steps.$c" | median)
+  ratio=$(awk '{ print $1 / $3 }' "steps.$c" | median)
+  printf '| %s | %s MiB | %s MiB | %.2f | %d ms |\n' "$c" "$(echo "scale=1; $(stat -c %s "run.$c") / 1048576" | bc)" \
+    "$(echo "scale=2; $w / 1048576" | bc)" "$ratio" "$ms"
+done
+rm -f run.tar run.zip z.safetensors steps.tar steps.zip

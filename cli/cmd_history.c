@@ -18,6 +18,7 @@ static const char usage[] =
     "       dcr history list ARCHIVE [--json]\n"
     "       dcr history verify ARCHIVE [--json]\n"
     "       dcr history extract ARCHIVE (--step N | --state ID) -o OUT [OPTIONS]\n"
+    "       dcr history recover ARCHIVE\n"
     "Keep a training run's chain of bundles in one archive that tar and unzip open\n"
     "(SPEC.md section 19): ARCHIVE.tar, .tar.zst (or .tzst) or .zip. An index comes\n"
     "first, then a keyframe (a whole checkpoint), then each step's bundle, and a\n"
@@ -27,12 +28,18 @@ static const char usage[] =
     "  create   a new archive from the first checkpoint (and bundles, as append)\n"
     "  append   add bundles, each the next step: its base must be the state the\n"
     "           archive ends in; metadata step, run_id and parent_bundle (SPEC.md\n"
-    "           6.4.1) must agree. The archive is rewritten beside itself and\n"
-    "           renamed over it: a crash leaves the old one or the new one\n"
+    "           6.4.1) must agree. A .tar is appended to in place, after its\n"
+    "           last member (its index rewritten in the room left for it), under\n"
+    "           a journal ARCHIVE.dcr-append that undoes a torn append; other\n"
+    "           archives, and a .tar whose index has no room left, are rewritten\n"
+    "           beside themselves and renamed over. A crash leaves the old\n"
+    "           archive or the new one\n"
     "  list     print the index: each member's step, kind, size and state\n"
     "  verify   read every member: sizes and digests, every bundle whole, every\n"
     "           keyframe's state id, every link of the chain\n"
-    "  extract  rebuild a step's checkpoint; OUT appears only once it is checked\n\n"
+    "  extract  rebuild a step's checkpoint; OUT appears only once it is checked\n"
+    "  recover  undo an append that a crash left unfinished (append, and list,\n"
+    "           verify and extract where they may write, do it first themselves)\n\n"
     "      --keyframe CKPT    create: the checkpoint the archive starts from (a\n"
     "                         directory too: extract then rebuilds directories)\n"
     "      --step N           create: its step (default 0); extract: the step\n"
@@ -273,6 +280,20 @@ static int run_write(const char *sub, const char *path, char **bundles, int n, h
   return CLI_OK;
 }
 
+static int run_recover(const char *path, char **rest, int n, const history_job *j) {
+  if (n) return cli_usage("history", "recover takes one ARCHIVE (from '%s' on is too many)", rest[0]);
+  dcr_detail d;
+  int rolled, err = dcr_history_recover(path, &j->o, &rolled, &d);
+  if (err) {
+    cli_report(path, err, &d);
+    return cli_exit_code(err);
+  }
+  if (!j->common.quiet)
+    fprintf(stderr, "%s: %s\n", path, rolled ? "rolled back an append that did not finish: the archive is as it "
+            "was before it" : "no unfinished append");
+  return CLI_OK;
+}
+
 static int run(int argc, char **argv, history_job *j) {
   if (cli_arg_count("history", argc, argv, 2, -1, "a subcommand and an ARCHIVE")) return CLI_USAGE;
   const char *sub = argv[optind], *path = argv[optind + 1];
@@ -290,7 +311,8 @@ static int run(int argc, char **argv, history_job *j) {
   }
   if (!strcmp(sub, "extract")) return run_extract(path, j);
   if (!strcmp(sub, "create") || !strcmp(sub, "append")) return run_write(sub, path, rest, n, j);
-  return cli_usage("history", "unknown subcommand '%s' (create, append, list, verify or extract)", sub);
+  if (!strcmp(sub, "recover")) return run_recover(path, rest, n, j);
+  return cli_usage("history", "unknown subcommand '%s' (create, append, list, verify, extract or recover)", sub);
 }
 
 int cmd_history(int argc, char **argv) {

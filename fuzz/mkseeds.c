@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "../history/history.h"
 #include "../refit/refit.h"
 #include "fuzz_common.h"
 
@@ -211,7 +212,8 @@ static void journal_bytes(const uint8_t *before, const uint8_t *after, const jre
   dcr__jbuilder_free(&b);
 
   /* it reads back, and replays before into after */
-  int fd = open(path, O_RDONLY | O_CLOEXEC), ckpt = memfd_create("seed", MFD_CLOEXEC);
+  /* never published: the journal is read under its temporary name (§18.1) */
+  int fd = open(w.temp, O_RDONLY | O_CLOEXEC), ckpt = memfd_create("seed", MFD_CLOEXEC);
   FUZZ_ASSERT(fd >= 0 && ckpt >= 0);
   dcr__journal j;
   FUZZ_ASSERT(dcr__journal_read(fd, &j, &d) == DCR_OK && j.committed == commit && j.count == (commit ? count : 0));
@@ -225,8 +227,8 @@ static void journal_bytes(const uint8_t *before, const uint8_t *after, const jre
   dcr__journal_free(&j);
   close(ckpt);
   close(fd);
-  FUZZ_ASSERT(fuzz_read_file(path, out) == 0);
-  unlink(path);
+  FUZZ_ASSERT(fuzz_read_file(w.temp, out) == 0);
+  unlink(w.temp);
 }
 
 /* Saves option byte + the first `keep` bytes of the journal (all: SIZE_MAX). */
@@ -550,6 +552,40 @@ static void set_seeds(void) {
 }
 
 
+/* ---- append journals (SPEC.md §19.6) for fuzz_append: written by the append
+ * writer (dcr__happend_begin) beside an archive of fuzz_append's pattern, as the
+ * harness rebuilds it; option byte 0 (the archive as declared) and 1 (too short). */
+static void append_seeds(void) {
+  static const uint64_t layouts[][4] = { /* index_offset, index_length, members_end, archive_size */
+      {512, 3072, 10752, 20480}, {1536, 66048, 200704, 201728}, {512, 1, 512 * 3, 512 * 3}};
+  for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+    dcr__happend j = {.index_offset = layouts[l][0], .index_length = layouts[l][1], .members_end = layouts[l][2],
+                      .archive_size = layouts[l][3]};
+    fuzz_buf a = {0}, jb = {0};
+    for (uint64_t i = 0; i < j.archive_size; i++) {
+      uint8_t v = fuzz_pattern(3, i);
+      fuzz_put(&a, &v, 1);
+    }
+    const char *archive = fuzz_path(0, "A.tar"), *journal = fuzz_path(1, "A.tar" DCR__APPEND_SUFFIX);
+    fuzz_write_file(archive, a.p, a.n);
+    int fd = open(archive, O_RDWR);
+    FUZZ_ASSERT(fd >= 0 && dcr__happend_begin(archive, fd, &j, 0, NULL) == DCR_OK);
+    close(fd);
+    FUZZ_ASSERT(!fuzz_read_file(journal, &jb));
+    unlink(journal);
+    for (uint8_t opt = 0; opt < 2; opt++) {
+      fuzz_buf m = {0};
+      char name[32];
+      fuzz_put(&m, &opt, 1);
+      fuzz_put(&m, jb.p, jb.n);
+      snprintf(name, sizeof name, "layout%zu-%u", l, opt);
+      save("append", name, m.p, m.n);
+      fuzz_buf_free(&m);
+    }
+    fuzz_buf_free(&a), fuzz_buf_free(&jb);
+  }
+}
+
 /* ---- history archives (SPEC.md §19) for fuzz_history: option byte 1 (verify)
  * or 3 (extract step first + 1), then a two-step run of the fixed base kept in
  * each container; option byte 0, then an index document. */
@@ -802,6 +838,7 @@ int main(int argc, char **argv) {
   journals();
   set_seeds();
   history_seeds(&base);
+  append_seeds();
   sign_seeds();
   http_seeds();
   fuzz_buf_free(&base);

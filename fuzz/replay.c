@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
       snprintf(names[count++], len, "%s/%s", argv[i], e->d_name);
     }
     closedir(dir);
-    qsort(names, count, sizeof *names, by_name);
+    if (count) qsort(names, count, sizeof *names, by_name); /* names is NULL for an empty folder */
     for (size_t k = 0; k < count; k++) {
       if (!stat(names[k], &st) && S_ISREG(st.st_mode)) {
         failed |= run_file(names[k]);

@@ -149,7 +149,15 @@ static int in_utf8_hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *
 
 int dcr__hreader_container(const dcr__hreader *r) { return r->container; }
 
-static int in_utf8_hwriter_open(dcr__hwriter **out, int fd, int container, dcr_detail *d) {
+/* Bytes consumed from the uncompressed archive: the tar reader consumes a
+ * member's headers as it reads them and its data only when they are read. */
+uint64_t dcr__hreader_data_offset(const dcr__hreader *r) { return (uint64_t)archive_filter_bytes(r->a, 0); }
+
+uint64_t dcr__hreader_header_offset(const dcr__hreader *r) {
+  return (uint64_t)archive_read_header_position(r->a);
+}
+
+static int in_utf8_hwriter_open(dcr__hwriter **out, int fd, int container, int unblocked, dcr_detail *d) {
   *out = NULL;
   dcr__hwriter *w = calloc(1, sizeof *w);
   if (!w || !(w->a = archive_write_new()) || !(w->e = archive_entry_new())) {
@@ -167,6 +175,7 @@ static int in_utf8_hwriter_open(dcr__hwriter **out, int fd, int container, dcr_d
     la = archive_write_set_format_pax_restricted(w->a);
     if (la == ARCHIVE_OK && container == DCR_HISTORY_TAR_ZSTD) la = archive_write_add_filter_zstd(w->a);
   }
+  if (la == ARCHIVE_OK && unblocked) la = archive_write_set_bytes_in_last_block(w->a, 1);
   if (la == ARCHIVE_OK) la = archive_write_open_fd(w->a, fd);
   if (la != ARCHIVE_OK) {
     int rc = dcr__fail(d, DCR_E_IO, "cannot start the archive: %s", archive_error_string(w->a));
@@ -238,9 +247,9 @@ int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_d
   return rc;
 }
 
-int dcr__hwriter_open(dcr__hwriter **out, int fd, int container, dcr_detail *d) {
+int dcr__hwriter_open(dcr__hwriter **out, int fd, int container, int unblocked, dcr_detail *d) {
   locale_t prev = utf8_enter();
-  int rc = in_utf8_hwriter_open(out, fd, container, d);
+  int rc = in_utf8_hwriter_open(out, fd, container, unblocked, d);
   utf8_leave(prev);
   return rc;
 }

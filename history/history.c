@@ -28,6 +28,10 @@ struct dcr_history {
   dcr_limits lim;
   int consumed;  /* the members have been read (extract, verify) */
   size_t next;   /* the next index member the stream holds */
+  int fd;        /* an archive opened by its path: held, range-locked, until freed; else -1 */
+  uint64_t index_offset; /* the index member's data in the archive (uncompressed) */
+  uint64_t index_length; /* its size: the slot an append in place rewrites */
+  size_t index_text;     /* its bytes up to the padding after the document */
   char file[256]; /* for error details: the archive's path, or "" */
 };
 
@@ -73,6 +77,8 @@ static int read_index(dcr_history *h, dcr_detail *d) {
   if (size != UINT64_MAX && size > DCR__HISTORY_INDEX_MAX)
     return dcr__fail(d, DCR_E_LIMIT, "the index has %llu bytes, more than %llu", (unsigned long long)size,
                      (unsigned long long)DCR__HISTORY_INDEX_MAX);
+  h->index_offset = dcr__hreader_data_offset(h->r);
+  h->index_length = size;
   /* The text is held whole, then parsed: it and what parsing it would take count
    * against the budget as its bytes arrive, so that a small archive that inflates
    * to a large index, or an index whose document would be large, is refused
@@ -115,8 +121,41 @@ static int read_index(dcr_history *h, dcr_detail *d) {
     return dcr__fail(d, DCR_E_TRUNCATED, "the index has %zu of its %llu bytes", len, (unsigned long long)size);
   }
   err = dcr__hindex_parse(&h->x, json, len, budget, d);
+  for (h->index_text = len; h->index_text && json[h->index_text - 1] == ' '; h->index_text--) continue;
   free(json);
   return err;
+}
+
+static int history_recover(const char *path, int sync, int *rolled, dcr_detail *d);
+
+/* The archive at path, open for reading with a shared range lock, so that an
+ * append in place (which takes the exclusive one to write) is never seen half
+ * done. A journal beside it is a dead appender's: the append is rolled back
+ * first, as the next run must (SPEC.md §19.6), where this process may write. */
+static int open_local(const char *path, int *out, dcr_detail *d) {
+  char journal[4200];
+  dcr__happend_name(journal, sizeof journal, path);
+  for (int tries = 0;; tries++) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+    int err = dcr__range_lock(fd, 0, d);
+    struct stat st;
+    if (err || tries || lstat(journal, &st)) {
+      if (err) close(fd);
+      return err ? err : (*out = fd, DCR_OK);
+    }
+    /* Without the right to write the archive and remove the journal, the archive
+     * is read as it is: whatever the append left is refused by the reader's
+     * checks (the index first), or lies past what it reads. */
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[slash == dir] = 0;
+    if (access(path, W_OK) || access(slash ? dir : ".", W_OK)) return *out = fd, DCR_OK;
+    close(fd);
+    int rolled;
+    if ((err = history_recover(path, 1, &rolled, d))) return err;
+  }
 }
 
 int dcr__history_open(dcr_history **out, const char *path, int fd, const void *memory, size_t memory_size,
@@ -126,8 +165,13 @@ int dcr__history_open(dcr_history **out, const char *path, int fd, const void *m
   dcr_history *h = calloc(1, sizeof *h);
   if (!h) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a history");
   dcr__limits_take(&h->lim, limits);
-  if (path) snprintf(h->file, sizeof h->file, "%s", path);
-  int err = dcr__hreader_open(&h->r, path, fd, memory, memory_size, d);
+  h->fd = -1;
+  int err = DCR_OK;
+  if (path) {
+    snprintf(h->file, sizeof h->file, "%s", path);
+    if (!(err = open_local(path, &h->fd, d))) fd = h->fd;
+  }
+  if (!err) err = dcr__hreader_open(&h->r, NULL, fd, memory, memory_size, d);
   if (!err) err = read_index(h, d);
   if (err) {
     note_file(d, h->file);
@@ -154,6 +198,7 @@ int dcr_history_open_fd(dcr_history **h, int fd, const dcr_limits *limits, dcr_d
 void dcr_history_free(dcr_history *h) {
   if (!h) return;
   dcr__hreader_free(h->r);
+  if (h->fd >= 0) close(h->fd); /* and its lock */
   dcr__hindex_free(&h->x);
   free(h);
 }
@@ -569,6 +614,15 @@ int dcr_history_extract(dcr_history *h, uint64_t step, const char *out, const dc
 
 /* ---- verify */
 
+/* After the last member the index lists, the archive ends (R-HIS-4 item 3). */
+static int end_check(dcr_history *h, dcr_detail *d) {
+  const char *name;
+  uint64_t size;
+  int regular, err = DCR_OK, got = dcr__hreader_next(h->r, &name, &size, &regular, &err, d);
+  if (got > 0) err = dcr__fail(d, DCR_E_ARCHIVE, "member '%.64s' follows the last one the index lists", name);
+  return err;
+}
+
 int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detail *d) {
   if (d) dcr__detail_init(d);
   dcr_history_options def;
@@ -602,12 +656,7 @@ int dcr_history_verify(dcr_history *h, const dcr_history_options *opt, dcr_detai
       dcr_reader_free(r);
     }
   }
-  if (!err) {
-    const char *name;
-    uint64_t size;
-    int regular, got = dcr__hreader_next(h->r, &name, &size, &regular, &err, d);
-    if (got > 0) err = dcr__fail(d, DCR_E_ARCHIVE, "member '%.64s' follows the last one the index lists", name);
-  }
+  if (!err) err = end_check(h, d);
   if (err) note_file(d, h->file);
   return err;
 }
@@ -914,6 +963,26 @@ static int plan_keyframes(plan *p, const char *archive, dcr_history *old, const 
   return DCR_OK;
 }
 
+/* The canonical index text of x, and in a plain tar the slot it is written in:
+ * the text padded with spaces (JSON's whitespace, §19.3) to leave room for the
+ * index of later steps, so that an append writes it in place (§19.6). The room is
+ * as much again as the text, and at least 64 KiB (some 180 steps of bundles):
+ * each time an append finds it full, the archive is rewritten once, with the
+ * room doubled, so rewrites grow rarer as the archive grows. */
+static int index_text(const dcr__hindex *x, int container, char **json, size_t *len, size_t *slot, dcr_detail *d) {
+  int err = dcr__hindex_write(x, json, len, d);
+  if (err || container != DCR_HISTORY_TAR) return *slot = *len, err;
+  size_t room = *len > 65536 ? *len : 65536;
+  *slot = (*len + room + 511) / 512 * 512;
+  if (*slot > DCR__HISTORY_INDEX_MAX) *slot = *len > DCR__HISTORY_INDEX_MAX - 1 ? *len : DCR__HISTORY_INDEX_MAX;
+  char *padded = realloc(*json, *slot + 1);
+  if (!padded) return free(*json), *json = NULL, dcr__fail(d, DCR_E_NOMEM, "cannot allocate the index");
+  memset(padded + *len, ' ', *slot - *len);
+  padded[*slot] = 0;
+  *json = padded;
+  return DCR_OK;
+}
+
 /* Writes the planned archive at path, atomically: the index, the old archive's
  * members (each checked against the old index as it is copied), the new ones. */
 static int plan_write(plan *p, const char *path, int container, dcr_history *old, unsigned flags,
@@ -921,17 +990,17 @@ static int plan_write(plan *p, const char *path, int container, dcr_history *old
   int err = dcr__hindex_check(&p->x, d);
   if (err) return err;
   char *json;
-  size_t len;
-  if ((err = dcr__hindex_write(&p->x, &json, &len, d))) return err;
+  size_t len, slot;
+  if ((err = index_text(&p->x, container, &json, &len, &slot, d))) return err;
   dcr__atomic a;
   if ((err = dcr__atomic_open(&a, path, flags, d))) return free(json), err;
   dcr__hwriter *aw;
-  if ((err = dcr__hwriter_open(&aw, a.fd, container, d))) {
+  if ((err = dcr__hwriter_open(&aw, a.fd, container, 0, d))) {
     free(json), dcr__atomic_abort(&a);
     return err;
   }
-  err = dcr__hwriter_member(aw, DCR__HISTORY_INDEX_NAME, len, d);
-  if (!err) err = dcr__hwriter_write(aw, json, len, d);
+  err = dcr__hwriter_member(aw, DCR__HISTORY_INDEX_NAME, slot, d);
+  if (!err) err = dcr__hwriter_write(aw, json, slot, d);
   free(json);
   for (size_t i = 0; i < p->old_count && !err; i++) {
     if (cancelled(o)) err = dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
@@ -970,6 +1039,14 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
                                                                (unsigned long long)o->first_step);
   if (o->run_id && dcr__meta_standard_check("run_id", o->run_id, NULL))
     return dcr__fail(d, DCR_E_ARGUMENT, "a run id of %zu bytes: 1 to 256 (SPEC.md §6.4.1)", strlen(o->run_id));
+  /* Such a journal would undo appends to the new archive with the old one's bytes:
+   * it is refused instead (and the next run finds it damaged). */
+  char journal[4200];
+  struct stat st;
+  dcr__happend_name(journal, sizeof journal, path);
+  if (!lstat(journal, &st))
+    return dcr__fail(d, DCR_E_ARGUMENT, "'%.200s' is the journal of an append that did not finish: run dcr "
+                     "history recover on the archive it belongs to, or remove it", journal);
   plan p = {0};
   if (!(p.buf = malloc(BUF_SIZE))) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   dcr_limits lim;
@@ -977,7 +1054,6 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
   dcr_checkpoint *ck;
   char name[64];
   dcr__hmember key = {.kind = DCR_HISTORY_KEYFRAME, .step = o->first_step, .name = name};
-  struct stat st;
   int directory = !stat(keyframe, &st) && S_ISDIR(st.st_mode), err = DCR_OK;
   member_name(name, sizeof name, key.kind, directory, key.step);
   if (directory) err = dir_keyframe(keyframe, &key, &lim, o->threads, p.buf, d);
@@ -1000,13 +1076,13 @@ int dcr_history_create(const char *path, const char *keyframe, const char *const
   return err;
 }
 
-/* The archive at path, open and locked: an flock on the file that is at path
- * once it is held (an append that renamed a new archive over it meanwhile has
- * made the file we locked an old one). */
+/* The archive at path, open read-write and locked: an flock on the file that is
+ * at path once it is held (an append that renamed a new archive over it
+ * meanwhile has made the file we locked an old one). */
 static int lock_archive(const char *path, int *fd, dcr_detail *d) {
   for (;;) {
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0) return dcr__fail(d, DCR_E_IO, "cannot open: %s", strerror(errno));
+    *fd = open(path, O_RDWR | O_CLOEXEC);
+    if (*fd < 0) return dcr__fail(d, DCR_E_IO, "cannot open for writing: %s", strerror(errno));
     while (flock(*fd, LOCK_EX) < 0)
       if (errno != EINTR) {
         close(*fd);
@@ -1019,18 +1095,118 @@ static int lock_archive(const char *path, int *fd, dcr_detail *d) {
   }
 }
 
+/* Rolls back what a dead appender left (SPEC.md §19.6), under both locks: no
+ * appender is running, and no reader is reading. */
+static int recover_locked(const char *path, int fd, int sync, int *rolled, dcr_detail *d) {
+  int err = dcr__range_lock(fd, 1, d);
+  if (!err) err = dcr__happend_rollback(path, fd, sync, rolled, d);
+  dcr__range_unlock(fd);
+  return err;
+}
+
+static int history_recover(const char *path, int sync, int *rolled, dcr_detail *d) {
+  int fd, err = lock_archive(path, &fd, d);
+  if (err) return err;
+  err = recover_locked(path, fd, sync, rolled, d);
+  close(fd);
+  return err;
+}
+
+int dcr_history_recover(const char *path, const dcr_history_options *opt, int *rolled_back, dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  dcr_history_options def;
+  const dcr_history_options *o = options_or_default(opt, &def);
+  int rolled = 0, err = path ? history_recover(path, o->sync, &rolled, d) : dcr__fail(d, DCR_E_ARGUMENT, "no path");
+  if (rolled_back) *rolled_back = rolled;
+  if (err) note_file(d, path);
+  return err;
+}
+
+/* Reads every member header to the end, the data unread (skipped by seeking),
+ * and says whether an append may write in place (§19.6): a plain tar whose
+ * members end at a block boundary with nothing after them but zeros (its end
+ * blocks, its record's padding). Else the archive is rewritten. */
+static int in_place_layout(dcr_history *h, int fd, dcr__happend *j, int *ok, dcr_detail *d) {
+  *ok = 0;
+  if (dcr__hreader_container(h->r) != DCR_HISTORY_TAR || h->index_length == UINT64_MAX) return DCR_OK;
+  const dcr__hmember *m = &h->x.m[h->x.count - 1];
+  int err = member_seek(h, h->x.count - 1, d);
+  for (size_t f = 0; !err && f < m->file_count; f++) {
+    char name[DCR__HISTORY_FILE_NAME_MAX];
+    dcr__hmember file;
+    dcr__hfile_member(m, f, name, &file);
+    err = entry_next(h, h->x.count - 1, &file, d);
+  }
+  if (!err) err = end_check(h, d);
+  struct stat st;
+  if (!err && fstat(fd, &st)) err = dcr__fail(d, DCR_E_IO, "cannot stat: %s", strerror(errno));
+  if (err) return err;
+  memset(j, 0, sizeof *j);
+  j->archive_size = (uint64_t)st.st_size;
+  j->members_end = dcr__hreader_header_offset(h->r);
+  j->index_offset = h->index_offset;
+  j->index_length = h->index_length;
+  if (j->index_offset < 512 || j->index_offset % 512 || j->members_end % 512 ||
+      j->members_end < j->index_offset + j->index_length || j->members_end > j->archive_size ||
+      j->archive_size - j->members_end > DCR__APPEND_ZEROS_MAX)
+    return DCR_OK;
+  uint8_t *tail = malloc(DCR__APPEND_ZEROS_MAX);
+  if (!tail) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  size_t n = (size_t)(j->archive_size - j->members_end);
+  err = dcr__pread_full(fd, tail, n, j->members_end, d);
+  size_t z = 0;
+  while (!err && z < n && !tail[z]) z++;
+  free(tail);
+  *ok = !err && z == n;
+  return err;
+}
+
+/* The new members written over the old archive's end blocks, then the new index
+ * over the old one, between a journal that can undo both (§19.6). The old
+ * members are not written. Readers are held off by the range lock meanwhile. */
+static int append_in_place(plan *p, const char *path, int fd, const dcr_history *old, const dcr__happend *j,
+                           const char *json, size_t len, const dcr_history_options *o, dcr_detail *d) {
+  int err = dcr__range_lock(fd, 1, d);
+  if (err) return err;
+  if (!(err = dcr__happend_begin(path, fd, j, o->sync, d))) {
+    dcr__hwriter *aw = NULL;
+    if (lseek(fd, (off_t)j->members_end, SEEK_SET) < 0)
+      err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
+    if (!err) err = dcr__hwriter_open(&aw, fd, DCR_HISTORY_TAR, 1, d);
+    for (size_t i = p->old_count; i < p->x.count && !err; i++)
+      err = cancelled(o) ? dcr__fail(d, DCR_E_INTERRUPTED, "interrupted")
+                         : copy_file(aw, &p->x.m[i], p->paths[i - p->old_count], p->buf, d);
+    if (!err) err = dcr__hwriter_close(aw, d);
+    else dcr__hwriter_free(aw);
+    off_t end = err ? 0 : lseek(fd, 0, SEEK_CUR);
+    if (!err && (end < 0 || ftruncate(fd, end)))
+      err = dcr__fail(d, DCR_E_IO, "cannot end the archive: %s", strerror(errno));
+    /* The text covers the old one; the padding after both is spaces already. */
+    size_t n = len > old->index_text ? len : old->index_text;
+    if (!err) err = dcr__happend_end(path, fd, j->index_offset, json, n, o->sync, d);
+    if (err) { /* undone now if it can be, else by the next run */
+      int rolled;
+      dcr_detail ignored;
+      dcr__happend_rollback(path, fd, o->sync, &rolled, &ignored);
+    }
+  }
+  dcr__range_unlock(fd);
+  return err;
+}
+
 int dcr_history_append(const char *path, const char *const *bundles, size_t count,
                        const dcr_history_options *opt, dcr_detail *d) {
   if (d) dcr__detail_init(d);
   dcr_history_options def;
   const dcr_history_options *o = options_or_default(opt, &def);
-  int fd, err = lock_archive(path, &fd, d);
+  int fd, rolled, err = lock_archive(path, &fd, d);
   if (err) return note_file(d, path), err;
+  err = recover_locked(path, fd, o->sync, &rolled, d);
   dcr_limits lim;
   options_limits(o, &lim);
   dcr_history *old = NULL, *keys_from = NULL;
   plan p = {0};
-  if (!(p.buf = malloc(BUF_SIZE))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  if (!err && !(p.buf = malloc(BUF_SIZE))) err = dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, &lim, d);
   for (size_t i = 0; !err && i < old->x.count; i++) err = dcr__hindex_add(&p.x, &old->x.m[i], d);
   if (!err) {
@@ -1050,8 +1226,22 @@ int dcr_history_append(const char *path, const char *const *bundles, size_t coun
     if (lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
   }
   if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, &lim, d);
-  int container = old ? dcr__hreader_container(old->r) : 0;
-  if (!err) err = plan_write(&p, path, container, old, DCR__ATOMIC_REPLACE | (o->sync ? DCR__ATOMIC_SYNC : 0), o, d);
+  int container = old ? dcr__hreader_container(old->r) : 0, in_place = 0;
+  dcr__happend j;
+  char *json = NULL;
+  size_t len = 0;
+  if (!err) err = dcr__hindex_check(&p.x, d);
+  if (!err) err = dcr__hindex_write(&p.x, &json, &len, d);
+  if (!err) err = in_place_layout(old, fd, &j, &in_place, d);
+  if (!err && in_place && len <= j.index_length) err = append_in_place(&p, path, fd, old, &j, json, len, o, d);
+  else if (!err) { /* read again from the start: the old members are copied */
+    dcr_history_free(old);
+    old = NULL;
+    if (lseek(fd, 0, SEEK_SET) < 0) err = dcr__fail(d, DCR_E_IO, "cannot seek: %s", strerror(errno));
+    if (!err) err = dcr__history_open(&old, NULL, fd, NULL, 0, &lim, d);
+    if (!err) err = plan_write(&p, path, container, old, DCR__ATOMIC_REPLACE | (o->sync ? DCR__ATOMIC_SYNC : 0), o, d);
+  }
+  free(json);
   if (err) note_file(d, path);
   plan_free(&p);
   dcr_history_free(keys_from);

@@ -104,6 +104,11 @@ DCR_HIDDEN int dcr__hreader_next(dcr__hreader *r, const char **name, uint64_t *s
 DCR_HIDDEN int dcr__hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d);
 /* DCR_HISTORY_TAR, _TAR_ZSTD or _ZIP, once the first member has been read. */
 DCR_HIDDEN int dcr__hreader_container(const dcr__hreader *r);
+/* Where in the (uncompressed) archive the current member's data start, once
+ * dcr__hreader_next has read its header; and where the last header read began,
+ * which after the end (dcr__hreader_next gave 0) is where the members end. */
+DCR_HIDDEN uint64_t dcr__hreader_data_offset(const dcr__hreader *r);
+DCR_HIDDEN uint64_t dcr__hreader_header_offset(const dcr__hreader *r);
 
 /* member.c: the archive's current member, index member `index` (m), read as
  * SPEC.md §19.4 says. */
@@ -124,12 +129,51 @@ DCR_HIDDEN int dcr__member_reader(dcr_reader **out, dcr__hreader *r, const dcr__
                                   const char *name, dcr_detail *d);
 
 typedef struct dcr__hwriter dcr__hwriter;
-DCR_HIDDEN int dcr__hwriter_open(dcr__hwriter **w, int fd, int container, dcr_detail *d);
+/* Writes an archive to fd from its offset. `unblocked`: a tar ends right after its
+ * two end blocks, not padded to a 10240-byte record (an append in place). */
+DCR_HIDDEN int dcr__hwriter_open(dcr__hwriter **w, int fd, int container, int unblocked, dcr_detail *d);
 /* Starts a member of `size` bytes; its data follows through dcr__hwriter_write. */
 DCR_HIDDEN int dcr__hwriter_member(dcr__hwriter *w, const char *name, uint64_t size, dcr_detail *d);
 DCR_HIDDEN int dcr__hwriter_write(dcr__hwriter *w, const void *data, size_t size, dcr_detail *d);
 /* Finishes the archive (end blocks, central directory) and frees w. */
 DCR_HIDDEN int dcr__hwriter_close(dcr__hwriter *w, dcr_detail *d);
 DCR_HIDDEN void dcr__hwriter_free(dcr__hwriter *w);
+
+/* append.c: the append journal of an append in place (SPEC.md §19.6), beside the
+ * archive as ARCHIVE.dcr-append. */
+#define DCR__APPEND_SUFFIX ".dcr-append"
+#define DCR__APPEND_MAJOR 1
+#define DCR__APPEND_MINOR 0
+#define DCR__APPEND_HEADER 72
+#define DCR__APPEND_TAIL_MAX 65536 /* the archive bytes a journal's tail digest covers, at most */
+#define DCR__APPEND_ZEROS_MAX ((uint64_t)1 << 20) /* an archive appended to in place ends at most
+                                                      this far past its members */
+typedef struct {
+  unsigned minor;
+  uint64_t archive_size;  /* the archive's size before the append */
+  uint64_t members_end;   /* where its members ended: its end blocks began */
+  uint64_t index_offset;  /* the index member's data: the slot the append rewrites */
+  uint64_t index_length;
+  uint64_t tail_offset;   /* [tail_offset, members_end): the bytes tail_digest covers */
+  uint8_t tail_digest[16];
+  const uint8_t *index;   /* the slot's bytes before the append (parse: inside its buffer) */
+} dcr__happend;
+/* The journal's rules in SPEC.md's order (R-HIS-12): DCR_E_JOURNAL. */
+DCR_HIDDEN int dcr__happend_parse(dcr__happend *j, const uint8_t *buf, size_t n, dcr_detail *d);
+DCR_HIDDEN void dcr__happend_name(char *out, size_t size, const char *archive);
+/* With the archive open read-write in fd, its flock and range lock held: undoes
+ * the append its journal describes, if there is one (*rolled 1), then removes it.
+ * A journal that is damaged or not the archive's: DCR_E_JOURNAL, both kept. */
+DCR_HIDDEN int dcr__happend_rollback(const char *archive, int fd, int sync, int *rolled, dcr_detail *d);
+/* Before an append in place writes a byte: the journal of j's archive_size,
+ * members_end and index slot, made durable under its name. */
+DCR_HIDDEN int dcr__happend_begin(const char *archive, int fd, const dcr__happend *j, int sync, dcr_detail *d);
+/* Once the new members are written: makes them durable, writes the new index
+ * text (length bytes, its slot's part that changes) and removes the journal. */
+DCR_HIDDEN int dcr__happend_end(const char *archive, int fd, uint64_t index_offset, const char *index,
+                                size_t length, int sync, dcr_detail *d);
+/* A whole-file open-file-description lock (F_OFD_SETLKW), shared or exclusive. */
+DCR_HIDDEN int dcr__range_lock(int fd, int exclusive, dcr_detail *d);
+DCR_HIDDEN void dcr__range_unlock(int fd);
 
 #endif

@@ -87,7 +87,7 @@ DCR_API const char *dcr_version_string(void);
   X(E_TARGET_MISMATCH, 22, "applying the bundle does not reproduce the target")      \
   X(E_CHECKPOINT, 23, "input checkpoint is not valid safetensors")                   \
   X(E_INTERRUPTED, 24, "interrupted")                                               \
-  X(E_JOURNAL, 25, "an apply journal is malformed or does not fit its checkpoint")   \
+  X(E_JOURNAL, 25, "a journal is malformed or does not fit its file")                \
   X(E_ARCHIVE, 26, "a history archive is malformed or disagrees with its index")    \
   X(E_SIGNATURE, 27, "a required signature is missing, malformed, untrusted or wrong") \
   X(E_FETCH, 28, "a remote bundle could not be fetched")                             \
@@ -856,12 +856,27 @@ DCR_API int dcr_history_create(const char *path, const char *keyframe_path,
                                const dcr_history_options *options, dcr_detail *detail);
 /* Adds bundles to the archive at path, each the next step: its base must be the
  * state the archive ends in (DCR_E_BASE_MISMATCH), its metadata must agree with
- * the archive (step, run_id, parent_bundle: DCR_E_ARCHIVE). The archive is
- * rewritten beside itself and renamed over (its container kept), so that a crash
- * leaves the old one or the new one; concurrent appends are serialized by an
- * flock on the archive. Keyframes due by keyframe_every are built from the chain. */
+ * the archive (step, run_id, parent_bundle: DCR_E_ARCHIVE). Keyframes due by
+ * keyframe_every are built from the chain. Concurrent appends are serialized by
+ * an flock on the archive.
+ * A plain tar whose index has room is appended to in place (SPEC.md §19.6): the
+ * new members are written after the last one, then the index in its padded slot,
+ * under a journal, path.dcr-append, that undoes a torn append; the old members are
+ * neither read nor written. The append waits for readers that hold the archive
+ * open (dcr_history_open) to free it, and they wait for it to finish writing.
+ * Any other archive (tar.zst, zip, a tar without room) is rewritten beside itself
+ * with a new index and renamed over, its container kept; a crash leaves the old
+ * archive or the new one. */
 DCR_API int dcr_history_append(const char *path, const char *const *bundle_paths, size_t bundle_count,
                                const dcr_history_options *options, dcr_detail *detail);
+/* Undoes the append that a dead process left half done (its journal is beside
+ * the archive at path): the archive is made again, byte for byte, what it was
+ * before, and the journal removed; *rolled_back (may be NULL) says whether there
+ * was one. dcr_history_append and dcr_history_open do this first on their own
+ * (open only where it may write). A journal that is damaged, or that another
+ * archive is at path for: DCR_E_JOURNAL, both files kept. Uses options->sync. */
+DCR_API int dcr_history_recover(const char *path, const dcr_history_options *options, int *rolled_back,
+                                dcr_detail *detail);
 
 /* ------------------------------------------------------------------------ */
 /* Squash: consecutive bundles made one (SPEC.md §10.4)                      */

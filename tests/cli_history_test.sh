@@ -211,6 +211,93 @@ t_hand_made() {
 }
 tcase "archives made by the tar program" t_hand_made
 
+# untouched OLD NEW: NEW's bytes before OLD's end of members, the index slot aside,
+# are OLD's (an append in place writes nothing else, SPEC.md §19.6).
+untouched() {
+  python3 - "$1" "$2" <<'PY'
+import sys, tarfile
+old, new = (open(p, "rb").read() for p in sys.argv[1:3])
+with tarfile.open(sys.argv[1]) as t:
+    index = t.getmembers()[0]
+    start, end = index.offset_data + index.size, t.offset
+sys.exit(old[:index.offset_data] != new[:index.offset_data] or old[start:end] != new[start:end])
+PY
+}
+
+t_in_place() {
+  # A .tar is appended to in place: same inode, the old members' bytes untouched,
+  # every step right; tar and Python read it; a reader holding it open holds an
+  # append's writing off.
+  run history create ip.tar --keyframe "$(ck 0)" $(bundles 1 5) -q; want_rc 0 "create" || return
+  cp ip.tar ip.before
+  local inode
+  inode=$(stat -c %i ip.tar)
+  run history append ip.tar $(bundles 6 8) --keyframe-every 4 -q; want_rc 0 "append 6..8" || return
+  [ "$(stat -c %i ip.tar)" = "$inode" ] || fail "the archive was rewritten (new inode), not appended to in place"
+  untouched ip.before ip.tar || fail "bytes before the old end changed outside the index slot"
+  [ ! -e ip.tar.dcr-append ] || fail "the journal is left"
+  run history verify ip.tar; want_rc 0 "verify" || return
+  run history extract ip.tar --step 8 -o ip8.safetensors -f -q
+  cmp -s ip8.safetensors "$(ck 8)" || fail "step 8 differs"
+  py_members ip.tar | grep -qx 'keyframes/step-00000008.safetensors' || fail "Python does not see keyframe 8"
+  tar -tf ip.tar | grep -qx 'bundles/step-00000008.dcr' || fail "tar -t does not list bundle 8"
+  # a reader that has the archive open: the append waits for it to close it
+  python3 - "$DCR" ip.tar b9.dcr <<'PY' || fail "an append did not wait for a reader"
+import fcntl, os, struct, subprocess, sys, time
+fd = os.open(sys.argv[2], os.O_RDONLY)
+fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 0, 0))
+p = subprocess.Popen([sys.argv[1], "history", "append", sys.argv[2], sys.argv[3], "-q"])
+time.sleep(1.5)
+waited = p.poll() is None
+os.close(fd)
+sys.exit(0 if waited and p.wait() == 0 else 1)
+PY
+  run history list ip.tar --json
+  [ "$(jget o 'j["last_step"]')" = 9 ] || fail "after the waiting append: last step $(jget o 'j["last_step"]')"
+  # an archive whose index has no room (the tar program's) is rewritten once, then appended to in place
+  mkdir -p nr && tar -xf ip.before -C nr && python3 - nr/dcr-history.json <<'PY'
+import sys
+p = sys.argv[1]
+text = open(p, "rb").read().rstrip(b" ")
+open(p, "wb").write(text)
+PY
+  (cd nr && tar -cf ../noroom.tar dcr-history.json keyframes/step-00000000.safetensors \
+    $(for i in $(seq 1 5); do printf 'bundles/step-%08d.dcr ' "$i"; done))
+  inode=$(stat -c %i noroom.tar)
+  run history append noroom.tar b6.dcr -q; want_rc 0 "append to an archive without room" || return
+  [ "$(stat -c %i noroom.tar)" != "$inode" ] || fail "an index without room was appended to in place"
+  inode=$(stat -c %i noroom.tar)
+  run history append noroom.tar b7.dcr -q; want_rc 0 "the next append" || return
+  [ "$(stat -c %i noroom.tar)" = "$inode" ] || fail "the rewritten archive got no room for its index"
+  run history verify noroom.tar; want_rc 0 "verify the rewritten, then appended, archive"
+  # tar.zst and zip are rewritten
+  for c in tar.zst zip; do
+    "$DCR" history create "ip.$c" --keyframe "$(ck 0)" b1.dcr -q -f
+    inode=$(stat -c %i "ip.$c")
+    run history append "ip.$c" b2.dcr -q; want_rc 0 "append to .$c" || return
+    [ "$(stat -c %i "ip.$c")" != "$inode" ] || fail ".$c was written in place"
+  done
+}
+tcase "a .tar is appended to in place; readers hold it off; no room, tar.zst, zip: rewritten" t_in_place
+
+t_append_journal() {
+  # A journal beside an archive: recover rolls back; a damaged one is refused by
+  # every command, both files kept; create refuses a path with one beside it.
+  run history recover ip.tar; want_rc 0 "recover, no journal" && has e "no unfinished append" "recover says so"
+  cp ip.tar jr.tar
+  printf 'not a journal at all, long enough to have a header and a check, really' > jr.tar.dcr-append
+  cp jr.tar.dcr-append jr.journal
+  for sub in list verify recover; do
+    run history "$sub" jr.tar
+    want_rc 1 "$sub beside a damaged journal" && has e DCR_E_JOURNAL "$sub names the journal"
+  done
+  run history append jr.tar b10.dcr; want_rc 1 "append beside a damaged journal" && has e DCR_E_JOURNAL "append"
+  cmp -s jr.tar ip.tar && cmp -s jr.tar.dcr-append jr.journal || fail "a refused journal or its archive changed"
+  run history create jr.tar --keyframe "$(ck 0)" -f; want_rc 2 "create beside a journal" && has e "dcr-append" "create"
+  cmp -s jr.tar ip.tar || fail "create replaced the archive"
+}
+tcase "append journals: recover, damaged ones refused by every command, files kept" t_append_journal
+
 t_signed() {
   # Bundles signed by the trainer's key: --require-signature on extract, verify and
   # append takes them, and refuses an archive with an unsigned one.

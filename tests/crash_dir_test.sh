@@ -20,24 +20,8 @@
 # journal, recoveries the rerun reported, failures). CRASH_SEED fixes the times.
 set -u
 
-DCR=${1:-build/dcr}
-COUNT=${2:-200}
-case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
-[ -x "$DCR" ] || { echo "crash_dir_test: $DCR is not an executable file" >&2; exit 1; }
-case $COUNT in '' | *[!0-9]*) echo "crash_dir_test: COUNT must be a number" >&2; exit 2 ;; esac
 MKSET=$(cd "$(dirname "$0")" && pwd)/mkset.py
-SEED=${CRASH_SEED:-$(( $$ ^ $(date +%s) ))}
-RANDOM=$SEED
-
-W=$(mktemp -d "${TMPDIR:-/tmp}/dcr-crash-dir.XXXXXX") || exit 3
-PID=
-cleanup() {
-  [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-die() { echo "crash_dir_test: $*" >&2; exit 1; }
+. "$(dirname "$0")/crash_lib.sh" crash_dir_test 200 "$@"
 cd "$W" || exit 3
 
 "$DCR" synth b.st t.st --size 8M --rate 0.01 --seed 5 -q --no-progress &&

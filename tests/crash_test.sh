@@ -23,31 +23,11 @@
 # "finished an apply that had been interrupted"), failures. CRASH_SEED fixes the random times. Exits 1 on any failure.
 set -u
 
-DCR=${1:-build/dcr}
-COUNT=${2:-300}
-case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
-if [ ! -x "$DCR" ]; then
-  echo "crash_test: $DCR is not an executable file" >&2
-  exit 1
-fi
-case $COUNT in '' | *[!0-9]*) echo "crash_test: COUNT must be a number" >&2; exit 2 ;; esac
+. "$(dirname "$0")/crash_lib.sh" crash_test 300 "$@"
 if [ -n "${CRASH_SIZE:-}" ]; then SIZE=$CRASH_SIZE
 elif [ "$COUNT" -lt 50 ]; then SIZE=16M
 else SIZE=64M
 fi
-SEED=${CRASH_SEED:-$(( $$ ^ $(date +%s) ))}
-RANDOM=$SEED
-
-W=$(mktemp -d "${TMPDIR:-/tmp}/dcr-crash-test.XXXXXX") || exit 3
-PID=
-cleanup() {
-  [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-die() { echo "crash_test: $*" >&2; exit 1; }
 
 # ---- the checkpoints and bundles
 # The base is the same for every rate (synth.h: the same seed, the same master
