@@ -1,5 +1,6 @@
 /*
- * http.c - what the commands that read a bundle share for one behind a URL:
+ * http.c - what the commands that read a bundle (or a history archive) share for
+ * one behind a URL:
  * the HTTP options (--header, --header-follow, --http-retries, --http-timeout,
  * --http-low-speed, --http-deadline, --cacert, and DCR_HTTP_HEADERS), opening it
  * (an interrupt stops the fetch), the URL as it may be shown (never its query or
@@ -66,20 +67,36 @@ const char *cli_shown(const char *path, char *buf, size_t capacity) {
   return buf;
 }
 
-/* --header lines, then those of DCR_HTTP_HEADERS (one per line), which keeps a
- * token out of the process list. */
-int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d) {
-  const char *all[2 * MAX_HEADERS];
+/* The options with the --header lines, then those of DCR_HTTP_HEADERS (one per
+ * line), which keeps a token out of the process list; all holds them, *env
+ * (free it) their text. */
+static dcr_http_options with_headers(const char *all[2 * MAX_HEADERS], char **env) {
   size_t n = 0;
   for (size_t i = 0; i < header_count; i++) all[n++] = headers[i];
-  char *env = getenv("DCR_HTTP_HEADERS") ? strdup(getenv("DCR_HTTP_HEADERS")) : NULL;
-  for (char *save = NULL, *line = env ? strtok_r(env, "\r\n", &save) : NULL; line;
+  *env = getenv("DCR_HTTP_HEADERS") ? strdup(getenv("DCR_HTTP_HEADERS")) : NULL;
+  for (char *save = NULL, *line = *env ? strtok_r(*env, "\r\n", &save) : NULL; line;
        line = strtok_r(NULL, "\r\n", &save))
     if (n < 2 * MAX_HEADERS && *line) all[n++] = line;
   dcr_http_options o = options;
   o.headers = all;
   o.header_count = n;
+  return o;
+}
+
+int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d) {
+  const char *all[2 * MAX_HEADERS];
+  char *env;
+  dcr_http_options o = with_headers(all, &env);
   int rc = dcr_reader_open_url(reader, url, &o, &cli_limits, d);
+  free(env);
+  return rc;
+}
+
+int cli_open_history_url(const char *url, dcr_history **h, dcr_detail *d) {
+  const char *all[2 * MAX_HEADERS];
+  char *env;
+  dcr_http_options o = with_headers(all, &env);
+  int rc = dcr_history_open_url(h, url, &o, &cli_limits, d);
   free(env);
   return rc;
 }
