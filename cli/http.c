@@ -67,38 +67,32 @@ const char *cli_shown(const char *path, char *buf, size_t capacity) {
   return buf;
 }
 
-/* The options with the --header lines, then those of DCR_HTTP_HEADERS (one per
- * line), which keeps a token out of the process list; all holds them, *env
- * (free it) their text. */
-static dcr_http_options with_headers(const char *all[2 * MAX_HEADERS], char **env) {
+/* A bundle (reader) or a history archive (history) at url, with the --header
+ * lines, then those of DCR_HTTP_HEADERS (one per line), which keeps a token out
+ * of the process list. */
+static int open_url(const char *url, dcr_reader **reader, dcr_history **history, dcr_detail *d) {
+  const char *all[2 * MAX_HEADERS];
   size_t n = 0;
   for (size_t i = 0; i < header_count; i++) all[n++] = headers[i];
-  *env = getenv("DCR_HTTP_HEADERS") ? strdup(getenv("DCR_HTTP_HEADERS")) : NULL;
-  for (char *save = NULL, *line = *env ? strtok_r(*env, "\r\n", &save) : NULL; line;
+  char *env = getenv("DCR_HTTP_HEADERS") ? strdup(getenv("DCR_HTTP_HEADERS")) : NULL;
+  for (char *save = NULL, *line = env ? strtok_r(env, "\r\n", &save) : NULL; line;
        line = strtok_r(NULL, "\r\n", &save))
     if (n < 2 * MAX_HEADERS && *line) all[n++] = line;
   dcr_http_options o = options;
   o.headers = all;
   o.header_count = n;
-  return o;
+  int rc = reader ? dcr_reader_open_url(reader, url, &o, &cli_limits, d)
+                  : dcr_history_open_url(history, url, &o, &cli_limits, d);
+  free(env);
+  return rc;
 }
 
 int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d) {
-  const char *all[2 * MAX_HEADERS];
-  char *env;
-  dcr_http_options o = with_headers(all, &env);
-  int rc = dcr_reader_open_url(reader, url, &o, &cli_limits, d);
-  free(env);
-  return rc;
+  return open_url(url, reader, NULL, d);
 }
 
-int cli_open_history_url(const char *url, dcr_history **h, dcr_detail *d) {
-  const char *all[2 * MAX_HEADERS];
-  char *env;
-  dcr_http_options o = with_headers(all, &env);
-  int rc = dcr_history_open_url(h, url, &o, &cli_limits, d);
-  free(env);
-  return rc;
+int cli_open_history_url(const char *url, dcr_history **history, dcr_detail *d) {
+  return open_url(url, NULL, history, d);
 }
 
 void cli_print_fetch(dcr_reader *r) {

@@ -1,11 +1,12 @@
 /*
  * remote.c - dcr_reader_open_url: a bundle read by HTTP range requests (SPEC.md
- * §21). One fetcher thread drives libcurl's multi interface: a few requests in
- * flight, each body streamed into a nameless spool file at its offset, so that
- * memory stays small whatever the bundle's size and a second pass over the
- * chunks reads them locally. Reader threads ask for byte ranges and wait until
- * the spool holds them; what they ask comes first, then the plan (the chunk
- * sections the reader will use, coalesced), fetched ahead.
+ * §21), and the fetcher behind dcr_history_open_url. One fetcher thread drives
+ * libcurl's multi interface: a few requests in flight, each body streamed into
+ * a nameless spool file at its offset, so that memory stays small whatever the
+ * bundle's size and a second pass over the chunks reads them locally. Reader
+ * threads ask for byte ranges and wait until the spool holds them; what they
+ * ask comes first, then the plan (the chunk sections the reader will use,
+ * coalesced), fetched ahead.
  *
  * Faults: a failed, cut, stalled or too slow transfer is asked again, from
  * where its body stopped, with backoff; a change of the object (validators,
@@ -22,6 +23,11 @@
  * Redirects are followed here, not by libcurl, so that the caller's headers go
  * only to the URL's own origin (libcurl would send every header but
  * Authorization and Cookie to any host a redirect names).
+ *
+ * The same fetcher reads a history archive (remote_object.c, through
+ * dcr__remote_open with bundle 0): no bundle header to check and no bundle size
+ * limit; its reader asks ranges ahead of itself (dcr__remote_ahead, after the
+ * reads that wait) and drops what it has passed (dcr__remote_forget).
  */
 #include <ctype.h>
 #include <curl/curl.h>
