@@ -145,6 +145,7 @@ check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI rou
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 	python3 tests/walk_vectors.py $(BUILD)/dcr testvectors/walk-v1
 	bash tests/http_test.sh $(BUILD)/dcr
+	bash tests/history_http_test.sh $(BUILD)/dcr
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
 	bash tests/abi_test.sh $(BUILD)
 	bash tests/readme_test.sh $(BUILD)/dcr

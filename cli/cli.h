@@ -60,6 +60,8 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
       {"cacert", required_argument, NULL, OPT_CACERT}
 #define CLI_HTTP_HELP                                                                \
   "BUNDLE may be an http:// or https:// URL, read by range requests (SPEC.md 21).\n" \
+  CLI_HTTP_OPTIONS_HELP
+#define CLI_HTTP_OPTIONS_HELP                                                    \
   "      --header HEADER  send HEADER ('Name: value') with every request\n"      \
   "                     (repeatable; also one per line in DCR_HTTP_HEADERS, which\n" \
   "                     keeps a token out of the process list); never printed;\n" \
@@ -82,6 +84,7 @@ int cli_is_url(const char *path);
 /* path, or a URL as it may be shown: scheme://host/path, no query or userinfo. */
 const char *cli_shown(const char *path, char *buf, size_t capacity);
 int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d);
+int cli_open_history_url(const char *url, dcr_history **history, dcr_detail *d);
 /* dcr apply --tensors (apply_tensors.c): the selected tensors of r's target, from
  * BASE to a safetensors OUT; returns an exit code. */
 int cli_apply_tensors(dcr_reader *r, const char *bundle, const char *base, const char *out, int force,

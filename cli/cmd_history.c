@@ -24,7 +24,9 @@ static const char usage[] =
     "first, then a keyframe (a whole checkpoint), then each step's bundle, and a\n"
     "keyframe every K steps if asked; any step is rebuilt in one pass over the\n"
     "archive, from the nearest keyframe at or before it, without intermediate files.\n"
-    "ARCHIVE may be - (standard input) for list, verify and extract.\n"
+    "ARCHIVE may be - (standard input) for list, verify and extract, or an http://\n"
+    "or https:// URL, read by range requests (SPEC.md 19.4, 21): list reads the\n"
+    "index only, extract the members it needs. create and append write a local file.\n"
     "  create   a new archive from the first checkpoint (and bundles, as append)\n"
     "  append   add bundles, each the next step: its base must be the state the\n"
     "           archive ends in; metadata step, run_id and parent_bundle (SPEC.md\n"
@@ -61,7 +63,8 @@ static const char usage[] =
     "                         create, append, extract, verify: every bundle added\n"
     "                         or read must be signed by the public key in file KEY\n"
     "                         (repeatable: by one of them; SPEC.md section 20)\n"
-    "      --json             list, verify: print one JSON document on stdout\n";
+    "      --json             list, verify: print one JSON document on stdout\n"
+    "For an ARCHIVE that is a URL:\n" CLI_HTTP_OPTIONS_HELP;
 
 enum { OPT_KEYFRAME = 2000, OPT_STEP, OPT_STATE, OPT_EVERY, OPT_RUN_ID, OPT_CONTAINER, OPT_VERIFY, OPT_MAX,
        OPT_SIGNED_BY };
@@ -72,6 +75,8 @@ typedef struct {
   uint64_t step;
   int has_step, json, force;
   cli_common common;
+  const char *shown; /* ARCHIVE as messages name it: a URL without its query */
+  char shown_buf[512];
 } history_job;
 
 static const char *container_name(int c) {
@@ -80,11 +85,20 @@ static const char *container_name(int c) {
 
 static const char *kind_name(int kind) { return kind == DCR_HISTORY_KEYFRAME ? "keyframe" : "bundle"; }
 
-static int open_archive(const char *path, dcr_history **h) {
+static const char *reported(const char *path, const history_job *j) {
+  return strcmp(path, "-") ? j->shown : "(stdin)";
+}
+
+static int open_history(const char *path, dcr_history **h, dcr_detail *d) {
+  return !strcmp(path, "-") ? dcr_history_open_fd(h, STDIN_FILENO, &cli_limits, d)
+         : cli_is_url(path) ? cli_open_history_url(path, h, d)
+                            : dcr_history_open(h, path, &cli_limits, d);
+}
+
+static int open_archive(const char *path, dcr_history **h, const history_job *j) {
   dcr_detail d;
-  int err = strcmp(path, "-") ? dcr_history_open(h, path, &cli_limits, &d)
-                              : dcr_history_open_fd(h, STDIN_FILENO, &cli_limits, &d);
-  if (err) cli_report(strcmp(path, "-") ? path : "(stdin)", err, &d);
+  int err = open_history(path, h, &d);
+  if (err) cli_report(reported(path, j), err, &d);
   return err ? cli_exit_code(err) : CLI_OK;
 }
 
@@ -134,19 +148,19 @@ static json_t *summary_json(const char *path, const dcr_history *h) {
 
 static int run_list(const char *path, const history_job *j) {
   dcr_history *h;
-  int rc = open_archive(path, &h);
+  int rc = open_archive(path, &h, j);
   if (rc) return rc;
   dcr_history_summary s;
   dcr_history_info(h, &s);
   if (j->json) {
-    json_t *doc = summary_json(path, h), *members = json_array();
+    json_t *doc = summary_json(j->shown, h), *members = json_array();
     for (uint64_t i = 0; i < s.member_count; i++) json_array_append_new(members, member_json(h, i));
     json_object_set_new(doc, "member_list", members);
     cli_print_json(doc);
     dcr_history_free(h);
     return CLI_OK;
   }
-  printf("%s: history archive %u.%u (%s), steps %llu to %llu, %llu members", path, s.version_major,
+  printf("%s: history archive %u.%u (%s), steps %llu to %llu, %llu members", j->shown, s.version_major,
          s.version_minor, container_name(s.container), (unsigned long long)s.first_step,
          (unsigned long long)s.last_step, (unsigned long long)s.member_count);
   if (s.run_id) printf(", run "), cli_put_escaped(stdout, s.run_id, strlen(s.run_id));
@@ -170,21 +184,20 @@ static int run_list(const char *path, const history_job *j) {
 static int run_verify(const char *path, const history_job *j) {
   dcr_history *h;
   dcr_detail d;
-  int err = strcmp(path, "-") ? dcr_history_open(&h, path, &cli_limits, &d)
-                              : dcr_history_open_fd(&h, STDIN_FILENO, &cli_limits, &d);
+  int err = open_history(path, &h, &d);
   if (!err) err = dcr_history_verify(h, &j->o, &d);
   if (j->json) {
-    json_t *doc = h ? summary_json(path, h) : json_pack("{s:s}", "archive", path);
+    json_t *doc = h ? summary_json(j->shown, h) : json_pack("{s:s}", "archive", j->shown);
     json_object_set_new(doc, "valid", json_boolean(!err));
     if (err) json_object_set_new(doc, "error", cli_error_json(err, "archive", &d));
     cli_print_json(doc);
   } else if (err) {
-    cli_report(strcmp(path, "-") ? path : "(stdin)", err, &d);
+    cli_report(reported(path, j), err, &d);
   } else if (!j->common.quiet) {
     dcr_history_summary s;
     dcr_history_info(h, &s);
     fprintf(stderr, "%s: OK: %llu members, steps %llu to %llu; every digest, bundle, keyframe state id and "
-            "link checked\n", path, (unsigned long long)s.member_count, (unsigned long long)s.first_step,
+            "link checked\n", j->shown, (unsigned long long)s.member_count, (unsigned long long)s.first_step,
             (unsigned long long)s.last_step);
   }
   dcr_history_free(h);
@@ -197,12 +210,12 @@ static int run_extract(const char *path, history_job *j) {
   if (!strcmp(j->out, "-")) return cli_usage("history", "extract writes a file: -o - is not supported");
   const char *inputs[] = {path};
   dcr_history *h;
-  int rc = open_archive(path, &h);
+  int rc = open_archive(path, &h, j);
   if (rc) return rc;
   dcr_history_member first; /* an archive of directory keyframes rebuilds a directory */
   dcr_history_member_get(h, 0, &first);
   if (first.directory ? cli_check_output_dir(j->out, j->force, "")
-                      : cli_check_output(j->out, j->force, inputs, strcmp(path, "-") ? 1 : 0))
+                      : cli_check_output(j->out, j->force, inputs, strcmp(path, "-") && !cli_is_url(path)))
     return dcr_history_free(h), CLI_USAGE;
   dcr_detail d;
   int err = DCR_OK;
@@ -218,7 +231,7 @@ static int run_extract(const char *path, history_job *j) {
   }
   if (!err) err = dcr_history_extract(h, j->step, j->out, &j->o, &d);
   if (err) {
-    cli_report(strcmp(path, "-") ? path : "(stdin)", err, &d);
+    cli_report(reported(path, j), err, &d);
     dcr_history_free(h);
     return cli_exit_code(err);
   }
@@ -269,7 +282,7 @@ static int run_write(const char *sub, const char *path, char **bundles, int n, h
   }
   if (!j->common.quiet) {
     dcr_history *h;
-    if (open_archive(path, &h)) return CLI_OK; /* written; reported by open_archive */
+    if (open_archive(path, &h, j)) return CLI_OK; /* written; reported by open_archive */
     dcr_history_summary s;
     dcr_history_info(h, &s);
     fprintf(stderr, "%s: %s: steps %llu to %llu, %llu members (%s)\n", path, !strcmp(sub, "create") ? "created" :
@@ -303,6 +316,10 @@ static int run(int argc, char **argv, history_job *j) {
   if (reads && n) return cli_usage("history", "%s takes one ARCHIVE (from '%s' on is too many)", sub, rest[0]);
   if (j->json && strcmp(sub, "list") && strcmp(sub, "verify")) return cli_usage("history", "--json is for list and verify");
   if (!reads && !strcmp(path, "-")) return cli_usage("history", "%s writes a file: ARCHIVE cannot be -", sub);
+  if (!reads && cli_is_url(path))
+    return cli_usage("history", "%s writes a local file: ARCHIVE cannot be a URL (list, verify and extract "
+                     "read one)", sub);
+  j->shown = cli_shown(path, j->shown_buf, sizeof j->shown_buf);
   if (!strcmp(sub, "list") || !strcmp(sub, "verify")) {
     /* Nothing is written: an interrupt may end the process where it stands. */
     signal(SIGINT, SIG_DFL);
@@ -331,6 +348,7 @@ int cmd_history(int argc, char **argv) {
                                         {"force", no_argument, NULL, 'f'},
                                         {"json", no_argument, NULL, OPT_JSON},
                                         {"require-signature", required_argument, NULL, OPT_SIGNED_BY},
+                                        CLI_HTTP_LONG_OPTIONS,
                                         {NULL, 0, NULL, 0}};
   history_job j = {0};
   dcr_keyring *ring = NULL; /* --require-signature: the trusted keys */
@@ -344,6 +362,7 @@ int cmd_history(int argc, char **argv) {
       if (stop) return dcr_keyring_free(ring), CLI_OK;
       continue;
     }
+    if (cli_http_option("history", c)) continue;
     int rc;
     switch (c) {
       case OPT_SIGNED_BY:

@@ -1,5 +1,6 @@
 /*
- * http.c - what the commands that read a bundle share for one behind a URL:
+ * http.c - what the commands that read a bundle (or a history archive) share for
+ * one behind a URL:
  * the HTTP options (--header, --header-follow, --http-retries, --http-timeout,
  * --http-low-speed, --http-deadline, --cacert, and DCR_HTTP_HEADERS), opening it
  * (an interrupt stops the fetch), the URL as it may be shown (never its query or
@@ -66,9 +67,10 @@ const char *cli_shown(const char *path, char *buf, size_t capacity) {
   return buf;
 }
 
-/* --header lines, then those of DCR_HTTP_HEADERS (one per line), which keeps a
- * token out of the process list. */
-int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d) {
+/* A bundle (reader) or a history archive (history) at url, with the --header
+ * lines, then those of DCR_HTTP_HEADERS (one per line), which keeps a token out
+ * of the process list. */
+static int open_url(const char *url, dcr_reader **reader, dcr_history **history, dcr_detail *d) {
   const char *all[2 * MAX_HEADERS];
   size_t n = 0;
   for (size_t i = 0; i < header_count; i++) all[n++] = headers[i];
@@ -79,9 +81,18 @@ int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d) {
   dcr_http_options o = options;
   o.headers = all;
   o.header_count = n;
-  int rc = dcr_reader_open_url(reader, url, &o, &cli_limits, d);
+  int rc = reader ? dcr_reader_open_url(reader, url, &o, &cli_limits, d)
+                  : dcr_history_open_url(history, url, &o, &cli_limits, d);
   free(env);
   return rc;
+}
+
+int cli_open_url(const char *url, dcr_reader **reader, dcr_detail *d) {
+  return open_url(url, reader, NULL, d);
+}
+
+int cli_open_history_url(const char *url, dcr_history **history, dcr_detail *d) {
+  return open_url(url, NULL, history, d);
 }
 
 void cli_print_fetch(dcr_reader *r) {

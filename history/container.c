@@ -14,12 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../net/remote.h"
 #include "history.h"
+
+#define REMOTE_BLOCK (64u << 10) /* what one read callback hands libarchive */
 
 struct dcr__hreader {
   struct archive *a;
   struct archive_entry *e;
   int container;
+  /* an archive behind a URL: read through libarchive's callbacks */
+  dcr__robject *remote;
+  uint64_t pos;
+  uint8_t *block;
+  int remote_err; /* the fetch's failure, which libarchive only knows as a message */
+  dcr_detail remote_detail;
 };
 
 struct dcr__hwriter {
@@ -47,8 +56,14 @@ static void utf8_leave(locale_t prev) {
 }
 
 /* libarchive says "Truncated tar archive", "Truncated input file" and the like
- * for an input that stops early, whatever the container. */
-static int fail_archive(struct archive *a, dcr_detail *d, const char *what) {
+ * for an input that stops early, whatever the container. A failed fetch is the
+ * fetch's error (DCR_E_FETCH, DCR_E_CHANGED), whatever libarchive made of it. */
+static int fail_archive(dcr__hreader *r, dcr_detail *d, const char *what) {
+  if (r->remote_err) {
+    if (d) *d = r->remote_detail;
+    return r->remote_err;
+  }
+  struct archive *a = r->a;
   const char *msg = archive_error_string(a);
   if (!msg) msg = "unknown libarchive error";
   int code = strstr(msg, "runcat") || strstr(msg, "premature") || strstr(msg, "Premature")
@@ -56,37 +71,34 @@ static int fail_archive(struct archive *a, dcr_detail *d, const char *what) {
   return dcr__fail(d, code, "%s: %s", what, msg);
 }
 
-static int in_utf8_hreader_open(dcr__hreader **out, const char *path, int fd, const void *memory,
-                      size_t memory_size, dcr_detail *d) {
-  *out = NULL;
+static dcr__hreader *reader_new(int seekable) {
   dcr__hreader *r = calloc(1, sizeof *r);
   if (!r || !(r->a = archive_read_new())) {
     free(r);
-    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate an archive reader");
+    return NULL;
   }
   archive_read_support_filter_zstd(r->a);
   archive_read_support_format_tar(r->a);
   /* A zip is read by its central directory where the input can seek, so that a
    * zip cut short in its directory is refused as unzip refuses it; a pipe can
    * only be read by the members' local headers. */
-  struct stat st;
-  int seekable = path || (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode));
   if (seekable) archive_read_support_format_zip_seekable(r->a);
   else archive_read_support_format_zip_streamable(r->a);
   /* A zip name without general purpose flag bit 11 is code page 437 (APPNOTE
    * appendix D), as Python's zipfile reads it; libarchive would take its bytes. */
   archive_read_set_format_option(r->a, "zip", "hdrcharset", "CP437");
-  int la = memory ? archive_read_open_memory(r->a, memory, memory_size)
-           : path ? archive_read_open_filename(r->a, path, 1 << 16)
-                  : archive_read_open_fd(r->a, fd, 1 << 16);
+  return r;
+}
+
+static int reader_opened(dcr__hreader **out, dcr__hreader *r, int la, dcr_detail *d) {
   if (la != ARCHIVE_OK) {
     /* Opening reads the first block and tells the format: a file that cannot be
      * read is an I/O error, one that is not an archive libarchive was asked to
      * read is not a history archive. */
     int e = archive_errno(r->a);
-    int rc = e > 0 && e != EILSEQ && e != EINVAL
+    int rc = e > 0 && e != EILSEQ && e != EINVAL && !r->remote_err
                  ? dcr__fail(d, DCR_E_IO, "cannot open: %s", archive_error_string(r->a))
-                 : fail_archive(r->a, d, "not a tar, tar.zst or zip file (SPEC.md §19.1)");
+                 : fail_archive(r, d, "not a tar, tar.zst or zip file (SPEC.md §19.1)");
     dcr__hreader_free(r);
     return rc;
   }
@@ -94,9 +106,85 @@ static int in_utf8_hreader_open(dcr__hreader **out, const char *path, int fd, co
   return DCR_OK;
 }
 
+static int in_utf8_hreader_open(dcr__hreader **out, const char *path, int fd, const void *memory,
+                      size_t memory_size, dcr_detail *d) {
+  *out = NULL;
+  struct stat st;
+  dcr__hreader *r = reader_new(path || (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode)));
+  if (!r) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate an archive reader");
+  int la = memory ? archive_read_open_memory(r->a, memory, memory_size)
+           : path ? archive_read_open_filename(r->a, path, 1 << 16)
+                  : archive_read_open_fd(r->a, fd, 1 << 16);
+  return reader_opened(out, r, la, d);
+}
+
+/* ---- an archive behind a URL: libarchive's callbacks over a remote object */
+
+static la_ssize_t remote_read(struct archive *a, void *opaque, const void **buf) {
+  dcr__hreader *r = opaque;
+  uint64_t size = dcr__robject_size(r->remote);
+  size_t n = size - r->pos < REMOTE_BLOCK ? (size_t)(size - r->pos) : REMOTE_BLOCK;
+  *buf = r->block;
+  if (!n) return 0;
+  dcr__detail_init(&r->remote_detail);
+  if ((r->remote_err = dcr__robject_read(r->remote, r->pos, n, r->block, &r->remote_detail))) {
+    archive_set_error(a, EIO, "%s", r->remote_detail.message);
+    return ARCHIVE_FATAL;
+  }
+  r->pos += n;
+  return (la_ssize_t)n;
+}
+
+/* A skipped member's bytes are not fetched: the next read asks from past them. */
+static la_int64_t remote_skip(struct archive *a, void *opaque, la_int64_t request) {
+  (void)a;
+  dcr__hreader *r = opaque;
+  uint64_t left = dcr__robject_size(r->remote) - r->pos;
+  uint64_t n = request > 0 ? ((uint64_t)request < left ? (uint64_t)request : left) : 0;
+  r->pos += n;
+  return (la_int64_t)n;
+}
+
+static la_int64_t remote_seek(struct archive *a, void *opaque, la_int64_t offset, int whence) {
+  dcr__hreader *r = opaque;
+  la_int64_t size = (la_int64_t)dcr__robject_size(r->remote);
+  la_int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (la_int64_t)r->pos : size;
+  if (offset < -base || offset > size - base) {
+    archive_set_error(a, EINVAL, "a seek outside the archive");
+    return ARCHIVE_FATAL;
+  }
+  r->pos = (uint64_t)(base + offset);
+  return (la_int64_t)r->pos;
+}
+
+static int in_utf8_hreader_open_url(dcr__hreader **out, const char *url, const dcr_http_options *options,
+                                    dcr_detail *d) {
+  *out = NULL;
+  dcr__robject *o;
+  int rc = dcr__robject_open(&o, url, options, d);
+  if (rc) return rc;
+  /* A server that ignores Range sends the archive once, in order: it is read as
+   * a pipe is (a zip by its local headers), which the layout allows (§19.4). */
+  int seekable = !dcr__robject_streamed(o);
+  dcr__hreader *r = reader_new(seekable);
+  if (r) r->remote = o;
+  if (!r || !(r->block = malloc(REMOTE_BLOCK))) {
+    if (r) dcr__hreader_free(r);
+    else dcr__robject_close(o);
+    return dcr__fail(d, DCR_E_NOMEM, "cannot allocate an archive reader");
+  }
+  archive_read_set_callback_data(r->a, r);
+  archive_read_set_read_callback(r->a, remote_read);
+  archive_read_set_skip_callback(r->a, remote_skip);
+  if (seekable) archive_read_set_seek_callback(r->a, remote_seek);
+  return reader_opened(out, r, archive_read_open1(r->a), d);
+}
+
 void dcr__hreader_free(dcr__hreader *r) {
   if (!r) return;
   archive_read_free(r->a);
+  dcr__robject_close(r->remote);
+  free(r->block);
   free(r);
 }
 
@@ -105,7 +193,7 @@ static int in_utf8_hreader_next(dcr__hreader *r, const char **name, uint64_t *si
   int la = archive_read_next_header(r->a, &r->e);
   if (la == ARCHIVE_EOF) return 0;
   if (la != ARCHIVE_OK) { /* a warning too: a header libarchive had to repair */
-    *err = fail_archive(r->a, d, "reading the archive");
+    *err = fail_archive(r, d, "reading the archive");
     if (*err == DCR_E_ARCHIVE && archive_file_count(r->a) == 0 &&
         !strcmp(archive_error_string(r->a) ? archive_error_string(r->a) : "", "Unrecognized archive format"))
       dcr__fail(d, DCR_E_ARCHIVE, "not a tar, tar.zst or zip file (SPEC.md §19.1)");
@@ -142,7 +230,7 @@ static int in_utf8_hreader_next(dcr__hreader *r, const char **name, uint64_t *si
 
 static int in_utf8_hreader_read(dcr__hreader *r, void *buf, size_t cap, size_t *got, dcr_detail *d) {
   la_ssize_t n = archive_read_data(r->a, buf, cap);
-  if (n < 0) return fail_archive(r->a, d, "reading a member");
+  if (n < 0) return fail_archive(r, d, "reading a member");
   *got = (size_t)n;
   return DCR_OK;
 }
@@ -228,6 +316,14 @@ int dcr__hreader_open(dcr__hreader **out, const char *path, int fd, const void *
                       size_t memory_size, dcr_detail *d) {
   locale_t prev = utf8_enter();
   int rc = in_utf8_hreader_open(out, path, fd, memory, memory_size, d);
+  utf8_leave(prev);
+  return rc;
+}
+
+int dcr__hreader_open_url(dcr__hreader **out, const char *url, const dcr_http_options *options,
+                          dcr_detail *d) {
+  locale_t prev = utf8_enter();
+  int rc = in_utf8_hreader_open_url(out, url, options, d);
   utf8_leave(prev);
   return rc;
 }

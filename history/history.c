@@ -18,6 +18,7 @@
 
 #include "../format/set_output.h"
 #include "../refit/refit.h"
+#include "../net/remote.h"
 #include "history.h"
 
 #define BUF_SIZE ((size_t)1 << 20)
@@ -158,8 +159,9 @@ static int open_local(const char *path, int *out, dcr_detail *d) {
   }
 }
 
-int dcr__history_open(dcr_history **out, const char *path, int fd, const void *memory, size_t memory_size,
-                      const dcr_limits *limits, dcr_detail *d) {
+/* From path, fd or memory, or from url when it is not NULL. */
+static int history_open(dcr_history **out, const char *path, int fd, const void *memory, size_t memory_size,
+                        const char *url, const dcr_http_options *net, const dcr_limits *limits, dcr_detail *d) {
   if (d) dcr__detail_init(d);
   *out = NULL;
   dcr_history *h = calloc(1, sizeof *h);
@@ -171,7 +173,9 @@ int dcr__history_open(dcr_history **out, const char *path, int fd, const void *m
     snprintf(h->file, sizeof h->file, "%s", path);
     if (!(err = open_local(path, &h->fd, d))) fd = h->fd;
   }
-  if (!err) err = dcr__hreader_open(&h->r, NULL, fd, memory, memory_size, d);
+  if (url) dcr__url_shown(url, h->file, sizeof h->file);
+  if (!err) err = url ? dcr__hreader_open_url(&h->r, url, net, d)
+                      : dcr__hreader_open(&h->r, NULL, fd, memory, memory_size, d);
   if (!err) err = read_index(h, d);
   if (err) {
     note_file(d, h->file);
@@ -180,6 +184,16 @@ int dcr__history_open(dcr_history **out, const char *path, int fd, const void *m
   }
   *out = h;
   return DCR_OK;
+}
+
+int dcr__history_open(dcr_history **out, const char *path, int fd, const void *memory, size_t memory_size,
+                      const dcr_limits *limits, dcr_detail *d) {
+  return history_open(out, path, fd, memory, memory_size, NULL, NULL, limits, d);
+}
+
+int dcr_history_open_url(dcr_history **h, const char *url, const dcr_http_options *options,
+                         const dcr_limits *limits, dcr_detail *d) {
+  return history_open(h, NULL, -1, NULL, 0, url ? url : "", options, limits, d);
 }
 
 int dcr_history_open(dcr_history **h, const char *path, const dcr_limits *limits, dcr_detail *d) {

@@ -95,6 +95,9 @@ typedef struct dcr__hreader dcr__hreader;
 /* Opens path (or fd, when path is NULL; never closed here) for reading. */
 DCR_HIDDEN int dcr__hreader_open(dcr__hreader **r, const char *path, int fd, const void *memory,
                                  size_t memory_size, dcr_detail *d);
+/* Opens the archive at an http:// or https:// URL (remote_object.c). */
+DCR_HIDDEN int dcr__hreader_open_url(dcr__hreader **r, const char *url, const dcr_http_options *options,
+                                     dcr_detail *d);
 DCR_HIDDEN void dcr__hreader_free(dcr__hreader *r);
 /* The next member's name and size: 1 if there is one, 0 at the end, or a negative
  * error code (DCR_E_ARCHIVE, DCR_E_TRUNCATED) in *err. */

@@ -792,7 +792,7 @@ DCR_API void dcr_history_options_default(dcr_history_options *options);
  * the index read so far and its parse would pass limits->max_memory. The members
  * are read later, once, by dcr_history_extract or dcr_history_verify, within the
  * same budget (SPEC.md §19.4). _fd reads a pipe or any descriptor, which stays the
- * caller's. */
+ * caller's; dcr_history_open_url (below, with the HTTP options) a URL. */
 DCR_API int dcr_history_open(dcr_history **history, const char *path, const dcr_limits *limits,
                              dcr_detail *detail);
 DCR_API int dcr_history_open_fd(dcr_history **history, int fd, const dcr_limits *limits,
@@ -1075,6 +1075,18 @@ typedef struct {
 /* What a reader from dcr_reader_open_url has fetched so far (zeros for other
  * readers); fills the first `size` bytes of *stats (pass sizeof *stats). */
 DCR_API void dcr_reader_fetch_stats(const dcr_reader *reader, dcr_fetch_stats *stats, size_t size);
+
+/* dcr_history_open for a history archive at an http:// or https:// URL, by the
+ * same rules and options as dcr_reader_open_url (SPEC.md §19.4, §21): the index
+ * is read at open; extract and verify then read the members they need, a plain
+ * tar's other members skipped by range (not fetched), a zip by its central
+ * directory, a tar.zst in order. A server that ignores Range sends the archive
+ * once, read in order as a pipe is (it needs TMPDIR room for the archive, as a
+ * bundle does). A change of the archive between requests is DCR_E_CHANGED; the
+ * other failures of the fetch are DCR_E_FETCH. options may be NULL. */
+DCR_API int dcr_history_open_url(dcr_history **history, const char *url,
+                                 const dcr_http_options *options, const dcr_limits *limits,
+                                 dcr_detail *detail);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,12 @@
 /*
  * remote.c - dcr_reader_open_url: a bundle read by HTTP range requests (SPEC.md
- * §21). One fetcher thread drives libcurl's multi interface: a few requests in
- * flight, each body streamed into a nameless spool file at its offset, so that
- * memory stays small whatever the bundle's size and a second pass over the
- * chunks reads them locally. Reader threads ask for byte ranges and wait until
- * the spool holds them; what they ask comes first, then the plan (the chunk
- * sections the reader will use, coalesced), fetched ahead.
+ * §21), and the fetcher behind dcr_history_open_url. One fetcher thread drives
+ * libcurl's multi interface: a few requests in flight, each body streamed into
+ * a nameless spool file at its offset, so that memory stays small whatever the
+ * bundle's size and a second pass over the chunks reads them locally. Reader
+ * threads ask for byte ranges and wait until the spool holds them; what they
+ * ask comes first, then the plan (the chunk sections the reader will use,
+ * coalesced), fetched ahead.
  *
  * Faults: a failed, cut, stalled or too slow transfer is asked again, from
  * where its body stopped, with backoff; a change of the object (validators,
@@ -22,6 +23,11 @@
  * Redirects are followed here, not by libcurl, so that the caller's headers go
  * only to the URL's own origin (libcurl would send every header but
  * Authorization and Cookie to any host a redirect names).
+ *
+ * The same fetcher reads a history archive (remote_object.c, through
+ * dcr__remote_open with bundle 0): no bundle header to check and no bundle size
+ * limit; its reader asks ranges ahead of itself (dcr__remote_ahead, after the
+ * reads that wait) and drops what it has passed (dcr__remote_forget).
  */
 #include <ctype.h>
 #include <curl/curl.h>
@@ -45,8 +51,6 @@
 #define LOW_SPEED 1024u          /* bytes a second, by default, over: */
 #define LOW_SPEED_WINDOW 5u      /* seconds (or timeout_s if shorter) */
 #define ORIGIN_MAX 320           /* "scheme://host:port" */
-
-typedef struct dcr__remote dcr__remote;
 
 typedef struct {
   dcr__remote *rm;
@@ -85,7 +89,8 @@ struct dcr__remote {
   unsigned retries, timeout_s, inflight, low_speed, deadline_s;
   struct timespec deadline;
   const volatile int *cancel;
-  uint64_t max_bundle_size;
+  int bundle;        /* the object is a bundle: its header is checked as it arrives */
+  uint64_t max_size; /* the first response may announce no more */
   char *ca_file;
   int spool;
   dcr__object obj;
@@ -95,6 +100,7 @@ struct dcr__remote {
   pthread_cond_t cv;
   dcr__range *have, *queue, *plan;
   size_t have_n, have_cap, queue_n, queue_cap, plan_n, plan_next;
+  dcr__range ahead; /* read ahead of a sequential reader (dcr__remote_ahead) */
   int plan_active;
   xfer *x;
   int failed, stop, started;
@@ -180,13 +186,15 @@ static int missing(const dcr__remote *rm, uint64_t offset, uint64_t end, dcr__ra
   return 1;
 }
 
-/* What to ask next: reads that wait first, then the plan. */
+/* What to ask next: reads that wait first, then the read-ahead, then the plan. */
 static int pick(dcr__remote *rm, dcr__range *out) {
   while (rm->queue_n) {
     dcr__range q = rm->queue[0];
     if (missing(rm, q.offset, q.offset + q.length, out)) return 1;
     memmove(rm->queue, rm->queue + 1, --rm->queue_n * sizeof *rm->queue);
   }
+  if (rm->ahead.length && missing(rm, rm->ahead.offset, rm->ahead.offset + rm->ahead.length, out))
+    return 1;
   for (; rm->plan_active && rm->plan_next < rm->plan_n; rm->plan_next++) {
     dcr__range p = rm->plan[rm->plan_next];
     if (missing(rm, p.offset, p.offset + p.length, out)) return 1;
@@ -218,15 +226,14 @@ static int judge(xfer *x) {
   if (x->verdict == DCR__RESP_WHOLE) /* the body starts at 0, wherever we asked */
     x->offset = 0, x->length = rm->obj.size, x->received = 0;
   /* what the walk checks first (§15.3 step 1), known before any body byte */
-  if (usable && x->first && rm->obj.size > rm->max_bundle_size) {
+  if (usable && x->first && rm->obj.size > rm->max_size) {
     x->verdict = DCR__RESP_FAIL;
     x->code = dcr__fail(&x->detail, DCR_E_LIMIT, "bundle of %llu bytes exceeds the limit %llu",
-                        (unsigned long long)rm->obj.size,
-                        (unsigned long long)rm->max_bundle_size);
+                        (unsigned long long)rm->obj.size, (unsigned long long)rm->max_size);
   } else if (x->verdict == DCR__RESP_WHOLE && spool_room(rm) < rm->obj.size) {
     x->verdict = DCR__RESP_FAIL;
     x->code = dcr__fail(&x->detail, DCR_E_IO, "the server ignores Range and sends the whole "
-                        "bundle, %llu bytes, and TMPDIR has room for %llu",
+                        "%s, %llu bytes, and TMPDIR has room for %llu", rm->bundle ? "bundle" : "object",
                         (unsigned long long)rm->obj.size, (unsigned long long)spool_room(rm));
   } else if (usable && x->first) { /* readers may start: the body is kept as it arrives */
     rm->known = 1;
@@ -286,7 +293,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *opaque) {
     x->code = dcr__fail(&x->detail, DCR_E_FETCH, "the response body is longer than the range asked");
     refused = 1;
   }
-  if (!refused && x->offset + x->received < DCR__HEADER_SIZE && x->offset + x->received < rm->obj.size)
+  if (!refused && rm->bundle && x->offset + x->received < DCR__HEADER_SIZE &&
+      x->offset + x->received < rm->obj.size)
     refused = head_refused(x, data, bytes);
   uint64_t at = x->offset + x->received;
   pthread_mutex_unlock(&rm->mu);
@@ -649,10 +657,9 @@ static void wake(dcr__remote *rm) {
   curl_multi_wakeup(rm->multi);
 }
 
-/* ---- the source (format.h's dcr__source_ops) */
+/* ---- reading (both doors) */
 
-static int remote_read(void *ctx, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d) {
-  dcr__remote *rm = ctx;
+int dcr__remote_read(dcr__remote *rm, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d) {
   if (!length) return DCR_OK;
   pthread_mutex_lock(&rm->mu);
   if (!rm->failed && !covered(rm, offset, length)) {
@@ -678,6 +685,47 @@ static int remote_read(void *ctx, uint64_t offset, size_t length, uint8_t *out, 
   return dcr__pread_full(rm->spool, out, length, offset, d);
 }
 
+void dcr__remote_ahead(dcr__remote *rm, uint64_t offset, uint64_t length) {
+  pthread_mutex_lock(&rm->mu);
+  rm->ahead = (dcr__range){offset, offset < rm->obj.size && length < rm->obj.size - offset
+                                       ? length : offset < rm->obj.size ? rm->obj.size - offset : 0};
+  if (rm->ahead.length) wake(rm);
+  pthread_mutex_unlock(&rm->mu);
+}
+
+/* The bytes are dropped from the spool (a hole punched), so that a sequential
+ * reader's spool holds what lies ahead of it, not what it has read; a file
+ * system without holes keeps them, which costs disk, not correctness. Bytes
+ * being written are not in `have` yet, so no write is punched. */
+void dcr__remote_forget(dcr__remote *rm, uint64_t below) {
+  pthread_mutex_lock(&rm->mu);
+  size_t n = 0;
+  while (n < rm->have_n && rm->have[n].offset < below) {
+    dcr__range *h = &rm->have[n];
+    uint64_t end = h->offset + h->length, cut = end < below ? end : below;
+    fallocate(rm->spool, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)h->offset,
+              (off_t)(cut - h->offset));
+    if (end > below) {
+      h->offset = below, h->length = end - below;
+      break;
+    }
+    n++;
+  }
+  memmove(rm->have, rm->have + n, (rm->have_n - n) * sizeof *rm->have);
+  rm->have_n -= n;
+  pthread_mutex_unlock(&rm->mu);
+}
+
+uint64_t dcr__remote_size(const dcr__remote *rm) { return rm->obj.size; }
+
+int dcr__remote_streamed(const dcr__remote *rm) { return rm->served_whole; }
+
+/* ---- the source (format.h's dcr__source_ops) */
+
+static int remote_read(void *ctx, uint64_t offset, size_t length, uint8_t *out, dcr_detail *d) {
+  return dcr__remote_read(ctx, offset, length, out, d);
+}
+
 static void remote_plan(void *ctx, const dcr__range *ranges, size_t count) {
   dcr__remote *rm = ctx;
   dcr__range *plan = malloc(count * sizeof *plan + 1);
@@ -696,8 +744,8 @@ static void remote_plan(void *ctx, const dcr__range *ranges, size_t count) {
   pthread_mutex_unlock(&rm->mu);
 }
 
-static void remote_close(void *ctx) {
-  dcr__remote *rm = ctx;
+void dcr__remote_close(dcr__remote *rm) {
+  if (!rm) return;
   if (rm->started) {
     pthread_mutex_lock(&rm->mu);
     rm->stop = 1;
@@ -721,6 +769,8 @@ static void remote_close(void *ctx) {
   free(rm);
 }
 
+static void remote_close(void *ctx) { dcr__remote_close(ctx); }
+
 static const dcr__source_ops remote_ops = {remote_read, remote_plan, remote_close};
 
 /* ---- the public door */
@@ -741,7 +791,7 @@ static int is_http(const char *url) {
 }
 
 static int make_remote(dcr__remote **out, const char *url, const dcr_http_options *o,
-                       const dcr_limits *lim, dcr_detail *d) {
+                       uint64_t max_size, int bundle, dcr_detail *d) {
   dcr__remote *rm = calloc(1, sizeof *rm);
   *out = rm;
   if (!rm) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
@@ -758,9 +808,8 @@ static int make_remote(dcr__remote **out, const char *url, const dcr_http_option
   rm->deadline.tv_sec += o->deadline_s;
   rm->header_follow = o->header_follow != 0;
   rm->cancel = o->cancel;
-  dcr_limits l;
-  dcr__limits_take(&l, lim);
-  rm->max_bundle_size = l.max_bundle_size;
+  rm->max_size = max_size;
+  rm->bundle = bundle;
   rm->seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)rm;
   rm->url = strdup(url);
   rm->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
@@ -794,24 +843,35 @@ static int make_remote(dcr__remote **out, const char *url, const dcr_http_option
   return rc;
 }
 
+int dcr__remote_open(dcr__remote **out, const char *url, const dcr_http_options *options,
+                     uint64_t max_size, int bundle, dcr_detail *d) {
+  dcr_http_options defaults;
+  *out = NULL;
+  if (!options) dcr_http_options_default(&defaults), options = &defaults;
+  if (!url || !is_http(url)) return dcr__fail(d, DCR_E_ARGUMENT, "not an http:// or https:// URL");
+  dcr__remote *rm = NULL;
+  int rc = make_remote(&rm, url, options, max_size, bundle, d);
+  if (rc) {
+    dcr__detail_file(d, rm ? rm->shown : "");
+    dcr__remote_close(rm);
+    return rc;
+  }
+  *out = rm;
+  return DCR_OK;
+}
+
 int dcr_reader_open_url(dcr_reader **out, const char *url, const dcr_http_options *options,
                         const dcr_limits *lim, dcr_detail *d) {
   dcr__detail_init(d);
   *out = NULL;
-  dcr_http_options defaults;
-  if (!options) dcr_http_options_default(&defaults), options = &defaults;
-  if (!url || !is_http(url))
-    return dcr__fail(d, DCR_E_ARGUMENT, "not an http:// or https:// URL");
-  dcr__remote *rm = NULL;
-  int rc = make_remote(&rm, url, options, lim, d);
-  if (rc) {
-    dcr__detail_file(d, rm ? rm->shown : "");
-    if (rm) remote_close(rm);
-    return rc;
-  }
+  dcr_limits l;
+  dcr__limits_take(&l, lim);
+  dcr__remote *rm;
+  int rc = dcr__remote_open(&rm, url, options, l.max_bundle_size, 1, d);
+  if (rc) return rc;
   /* a server that ignores Range sends the object whole: it is walked as it arrives */
   return dcr__reader_open_ops(out, &remote_ops, rm, rm->obj.size, rm->shown,
-                              options->whole || rm->served_whole, lim, d);
+                              (options && options->whole) || rm->served_whole, lim, d);
 }
 
 void dcr_reader_fetch_stats(const dcr_reader *r, dcr_fetch_stats *stats, size_t size) {

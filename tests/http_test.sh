@@ -28,12 +28,7 @@ PY=/usr/bin/python3
 FAULTSERVER=$HERE/http/faultserver.py
 
 . "$HERE/http/nginx_lib.sh"
-ngx_find
-if [ -z "$NGINX" ]; then
-  echo "ok - skip: nginx is not installed, no HTTP tests run"
-  echo "0 passed, 0 failed (skipped)"
-  exit 0
-fi
+ngx_require
 
 # shellcheck disable=SC2034  # cli_lib.sh names the work dir after it
 NAME=http

@@ -7,6 +7,8 @@
 #
 #   ngx_find                       sets NGINX (empty when nginx is not installed;
 #                                  an NGINX already set is kept if executable)
+#   ngx_require                    ngx_find, and without nginx prints a test
+#                                  script's skip lines and exits 0
 #   ngx_config DIR KIND PORT ARG   writes DIR/nginx.conf and DIR/server.conf:
 #                                  KIND origin (ARG: the directory served),
 #                                  origin-tls (the same over https, with a
@@ -31,6 +33,15 @@ ngx_find() {
   NGINX=$(command -v nginx 2>/dev/null || true)
   [ -n "$NGINX" ] || { [ -x /usr/sbin/nginx ] && NGINX=/usr/sbin/nginx; }
   return 0
+}
+
+ngx_require() {
+  ngx_find
+  if [ -z "$NGINX" ]; then
+    echo "ok - skip: nginx is not installed, no HTTP tests run"
+    echo "0 passed, 0 failed (skipped)"
+    exit 0
+  fi
 }
 
 # free_port: a port nothing listens on now (the kernel's pick for port 0)
