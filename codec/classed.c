@@ -194,6 +194,9 @@ struct dcr__classed {
     uint32_t value;        /* index of its next value */
     dcr__positions_cursor cursor;
   } slot[DCR__CLASSES_MAX];
+  uint32_t *taken_pos; /* dcr__classed_collect: where the changes met go */
+  uint8_t *taken_values;
+  size_t taken;
 };
 
 int dcr__classed_decoder_init(dcr__classed **cls) {
@@ -272,11 +275,18 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
   return DCR_OK;
 }
 
-/* The rare path of the walk: element u (at *e) is its class's next change. */
-static void change(dcr__classed *cls, size_t c, uint8_t *e, const uint8_t *values) {
+/* The rare path of the walk: element i (of class c) is its class's next change:
+ * applied to out or, with out NULL (dcr__classed_collect), recorded. */
+static void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const uint8_t *values) {
   unsigned esize = cls->esize;
   size_t s = cls->map[c];
-  dcr__delta_apply(e, values + (size_t)cls->slot[s].value++ * esize, esize);
+  const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
+  if (out) {
+    dcr__delta_apply(out + i * esize, v, esize);
+  } else {
+    cls->taken_pos[cls->taken] = (uint32_t)i;
+    memcpy(cls->taken_values + cls->taken++ * esize, v, esize);
+  }
   if (--cls->slot[s].changes) {
     uint32_t r;
     dcr__positions_take(&cls->slot[s].cursor, &r, 1);
@@ -294,8 +304,7 @@ static void change(dcr__classed *cls, size_t c, uint8_t *e, const uint8_t *value
     T u;                                                                         \
     memcpy(&u, base + i * sizeof(T), sizeof(T));                                 \
     size_t c = (size_t)(((uint64_t)u >> (SHIFT)) & (MASK));                      \
-    if (__builtin_expect(left[c]-- == 0, 0))                                     \
-      change(cls, c, out + i * sizeof(T), values);                               \
+    if (__builtin_expect(left[c]-- == 0, 0)) change(cls, c, i, out, values);     \
   }
 
 void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
@@ -313,6 +322,15 @@ void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *
     case 4: WALK(uint32_t, shift, mask) break;
     default: WALK(uint64_t, shift, mask) break;
   }
+}
+
+size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
+                            size_t n, uint32_t *pos, uint8_t *out_values) {
+  cls->taken_pos = pos;
+  cls->taken_values = out_values;
+  cls->taken = 0;
+  dcr__classed_walk(cls, values, base, NULL, 0, n);
+  return cls->taken;
 }
 
 int dcr__classed_end(const dcr__classed *cls, dcr_detail *d) {

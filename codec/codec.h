@@ -113,6 +113,13 @@ DCR_HIDDEN int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size
  * may be base). dcr__classed_end then says whether every change was met. */
 DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                                   uint8_t *out, size_t first, size_t last);
+/* The same walk over a whole chunk of n elements, for dcr_changes: each change is
+ * recorded, not applied: its element index to pos and its value to out_values,
+ * both in element order (room for the chunk's count). Returns how many were met;
+ * dcr__classed_end still says whether that is all. */
+DCR_HIDDEN size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values,
+                                       const uint8_t *base, size_t n, uint32_t *pos,
+                                       uint8_t *out_values);
 DCR_HIDDEN int dcr__classed_end(const dcr__classed *cls, dcr_detail *d);
 
 /* ---- detect.c: change detection, on bits (§3) */
