@@ -113,6 +113,10 @@ DCR_HIDDEN int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size
  * may be base). dcr__classed_end then says whether every change was met. */
 DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                                   uint8_t *out, size_t first, size_t last);
+/* Which walk dcr__classed_walk takes (the results never depend on it; tests set
+ * it): 0 the scalar one, 2 the portable group walk, 1 (the default) the group walk
+ * with the CPU's vector instructions where it has them. */
+DCR_HIDDEN extern int dcr__classed_vector;
 /* The same walk over a whole chunk of n elements, for dcr_changes: each change is
  * recorded, not applied: its element index to pos and its value to out_values,
  * both in element order (room for the chunk's count). Returns how many were met;
