@@ -203,7 +203,7 @@ struct dcr__classed {
   /* The group walk's classes: those listed with changes still to meet. */
   uint16_t active[DCR__CLASSES_MAX];
   size_t nactive;
-  uint32_t *taken_pos; /* dcr__classed_collect: where the changes met go */
+  uint32_t *taken_pos; /* dcr__classed_record: where the changes met go, or NULL */
   uint8_t *taken_values;
   size_t taken;
 };
@@ -236,6 +236,7 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
   if (m == 0 || m > classes)
     return dcr__fail(d, DCR_E_ENCODING, "%zu classes listed; the dtype has %zu", m, classes);
   if (length - 2 < 6 * m) return dcr__fail(d, DCR_E_ENCODING, "class table cut short");
+  dcr__classed_record(cls, NULL, NULL);
   cls->esize = esize;
   cls->shift = shift;
   cls->mask = classes - 1;
@@ -298,14 +299,13 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
 }
 
 /* The rare path of the walk: element i (of class c) is its class's next change:
- * applied to out or, with out NULL (dcr__classed_collect), recorded. */
+ * applied to out (unless NULL), recorded if dcr__classed_record asked for it. */
 static void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const uint8_t *values) {
   unsigned esize = cls->esize;
   size_t s = cls->map[c];
   const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
-  if (out) {
-    dcr__delta_apply(out + i * esize, v, esize);
-  } else {
+  if (out) dcr__delta_apply(out + i * esize, v, esize);
+  if (cls->taken_pos) {
     cls->taken_pos[cls->taken] = (uint32_t)i;
     memcpy(cls->taken_values + cls->taken++ * esize, v, esize);
   }
@@ -522,12 +522,17 @@ void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *
   walk_scalar(cls, values, base, out, first, last);
 }
 
+void dcr__classed_record(dcr__classed *cls, uint32_t *pos, uint8_t *values) {
+  cls->taken_pos = pos;
+  cls->taken_values = values;
+  cls->taken = 0;
+}
+
 size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                             size_t n, uint32_t *pos, uint8_t *out_values) {
-  cls->taken_pos = pos;
-  cls->taken_values = out_values;
-  cls->taken = 0;
+  dcr__classed_record(cls, pos, out_values);
   dcr__classed_walk(cls, values, base, NULL, 0, n);
+  dcr__classed_record(cls, NULL, NULL);
   return cls->taken;
 }
 

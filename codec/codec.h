@@ -117,6 +117,11 @@ DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, cons
  * it): 0 the scalar one, 2 the portable group walk, 1 (the default) the group walk
  * with the CPU's vector instructions where it has them. */
 DCR_HIDDEN extern int dcr__classed_vector;
+/* From now until the next chunk's streams, each change the walk meets is also
+ * recorded, in the order met (by class within 64 elements, not element order):
+ * its element index to pos, its value (a zigzag delta) to values; room for the
+ * chunk's count. NULL stops it. */
+DCR_HIDDEN void dcr__classed_record(dcr__classed *cls, uint32_t *pos, uint8_t *values);
 /* The same walk over a whole chunk of n elements, for dcr_changes: each change is
  * recorded, not applied: its element index to pos and its value to out_values,
  * both in element order (room for the chunk's count). Returns how many were met;
@@ -375,6 +380,10 @@ typedef struct {
   int (*input)(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                uint8_t *fallback, dcr_detail *d);
   void *input_ctx;
+  /* Worker, optional: before a DELTA_CLASSED chunk is applied, room for its changes
+   * (dcr__classed_record: count positions and values), or *pos NULL for none; they
+   * are the hook's, filled once the chunk's result is checked. */
+  void (*keep)(void *ctx, const dcr__job *job, uint32_t **pos, uint8_t **values);
   /* Worker, optional: each chunk's result, in any order. */
   int (*emit)(void *ctx, const dcr__pass_chunk *c, dcr_detail *d);
   /* Calling thread, optional: each chunk's result, in job order. */
@@ -388,6 +397,8 @@ DCR_HIDDEN int dcr__pass_init(dcr__pass **pass, const dcr__pass_spec *spec, dcr_
 DCR_HIDDEN size_t dcr__pass_slots(const dcr__pass *pass);
 /* Bytes of input the pass reads: every target chunk, or the changed ones. */
 DCR_HIDDEN uint64_t dcr__pass_bytes(const dcr__pass *pass);
+/* Bytes of memory its slots may touch (within the reader's max_memory). */
+DCR_HIDDEN uint64_t dcr__pass_memory(const dcr__pass *pass);
 /* Runs every job; the first failure in job order is the answer. Tensor hashes are
  * checked unless changed_only or verify is NONE. Can run more than once. */
 DCR_HIDDEN int dcr__pass_run(dcr__pass *pass, dcr_detail *d);
