@@ -353,7 +353,15 @@ static void walk_scalar(dcr__classed *cls, const uint8_t *values, const uint8_t 
  * the group: if the mask has no more of them than the class must still pass, its
  * count drops by the mask's popcount; otherwise the change is the mask's left[c]-th
  * set bit. Its cost grows with the classes still active (a chunk of realistic
- * weights lists some twenty), so past GROUP_CLASSES_MAX the scalar walk goes on. */
+ * weights lists some twenty), so past GROUP_CLASSES_MAX the scalar walk goes on.
+ * It needs AVX2 (or AVX-512BW), BMI2 and POPCNT, chosen at run time; elsewhere
+ * (and in portable C the masks cost more than the scalar walk) the scalar walk
+ * runs. */
+int dcr__classed_vector = 1;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define GROUP_WALK 1
 #define GROUP 64
 #define GROUP_CLASSES_MAX 48
 
@@ -390,33 +398,23 @@ typedef struct {
   size_t a;
 } pending;
 
-/* The index of m's k-th set bit (from 0; m has more than k), halving the word
- * while the lower half has no more than k, without branches (the halves taken are
- * as random as the changes). */
-static inline __attribute__((always_inline)) unsigned select_bit(uint64_t m, uint32_t k) {
-  unsigned at = 0;
-  for (unsigned half = 32; half >= 8; half /= 2) {
-    uint32_t low = (uint32_t)__builtin_popcountll(m & (((uint64_t)1 << half) - 1));
-    unsigned take = k >= low ? half : 0;
-    k -= k >= low ? low : 0;
-    m >>= take;
-    at += take;
-  }
-  for (; k; k--) m &= m - 1;
-  return at + (unsigned)__builtin_ctzll(m);
+/* BMI2's PDEP deposits 1 << k at m's k-th set bit. */
+__attribute__((target("bmi2"), always_inline)) static inline unsigned select_bit(uint64_t m,
+                                                                                 uint32_t k) {
+  return (unsigned)__builtin_ctzll(_pdep_u64((uint64_t)1 << k, m));
 }
 
 /* Inlined into each walk, so that popcounts are the CPU's instruction there. */
-static inline __attribute__((always_inline)) void group_changes(
+__attribute__((target("bmi2,popcnt"), always_inline)) static inline void group_changes(
     dcr__classed *cls, const pending *pend, size_t np, size_t i, uint8_t *out,
-    const uint8_t *values, unsigned (*select)(uint64_t, uint32_t)) {
+    const uint8_t *values) {
   uint32_t *left = cls->left;
   while (np--) {
     size_t c = cls->active[pend[np].a];
     uint64_t m = pend[np].m;
     uint32_t cnt = (uint32_t)__builtin_popcountll(m);
     while (cnt > left[c]) {
-      unsigned bit = select(m, left[c]); /* its left[c]-th element here */
+      unsigned bit = select_bit(m, left[c]); /* its left[c]-th element here */
       change(cls, c, i + bit, out, values);
       m = bit == GROUP - 1 ? 0 : m & (~(uint64_t)0 << (bit + 1));
       cnt = (uint32_t)__builtin_popcountll(m);
@@ -426,25 +424,9 @@ static inline __attribute__((always_inline)) void group_changes(
   }
 }
 
-/* The mask of the bytes of cb[0..GROUP) equal to c: the portable version, eight
- * bytes at a time (a zero byte of x ^ c's broadcast has its top bit set in
- * ~(((x & 0x7F..) + 0x7F..) | x | 0x7F..), exactly, without carries across bytes). */
-static inline uint64_t eq_mask(const uint8_t *cb, uint8_t c) {
-  const uint64_t low7 = 0x7F7F7F7F7F7F7F7Full, bcast = 0x0101010101010101ull * c;
-  uint64_t m = 0;
-  for (unsigned w = 0; w < GROUP / 8; w++) {
-    uint64_t x;
-    memcpy(&x, cb + 8 * w, 8);
-    x ^= bcast;
-    uint64_t zero = ~(((x & low7) + low7) | x | low7); /* 0x80 in each zero byte */
-    m |= ((zero >> 7) * 0x0102040810204080ull >> 56) << (8 * w);
-  }
-  return m;
-}
-
 /* The group walk around MASK(a), the mask of active class a's elements among the
  * class bytes cb (PREPARE runs once cb is filled): the hot loop only counts. */
-#define GROUPS(PREPARE, MASK, SELECT)                                                    \
+#define GROUPS(PREPARE, MASK)                                                    \
   uint8_t cb[GROUP];                                                               \
   pending pend[GROUP_CLASSES_MAX];                                                 \
   uint32_t *left = cls->left;                                                      \
@@ -458,23 +440,9 @@ static inline uint64_t eq_mask(const uint8_t *cb, uint8_t c) {
       if (__builtin_expect(cnt > *l, 0)) pend[np].m = m, pend[np++].a = a;         \
       else *l -= cnt;                                                              \
     }                                                                              \
-    if (np) group_changes(cls, pend, np, i, out, values, SELECT);                  \
+    if (np) group_changes(cls, pend, np, i, out, values);                          \
   }
 
-#define PORTABLE_MASK(a) eq_mask(cb, (uint8_t)cls->active[a])
-static void walk_groups(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
-                        uint8_t *out, size_t first, size_t last) {
-  GROUPS((void)0, PORTABLE_MASK, select_bit)
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_AVX2_WALK 1
-/* BMI2's PDEP deposits 1 << k at m's k-th set bit. */
-__attribute__((target("bmi2"), always_inline)) static inline unsigned select_pdep(uint64_t m,
-                                                                                  uint32_t k) {
-  return (unsigned)__builtin_ctzll(_pdep_u64((uint64_t)1 << k, m));
-}
 #define AVX2_MASK(a)                                                                 \
   ((uint32_t)_mm256_movemask_epi8(                                                   \
        _mm256_cmpeq_epi8(lo, _mm256_set1_epi8((char)cls->active[a]))) |              \
@@ -487,7 +455,7 @@ __attribute__((target("avx2,bmi2,popcnt"))) static void walk_groups_avx2(
   __m256i lo, hi;
   GROUPS((lo = _mm256_loadu_si256((const __m256i *)cb),
           hi = _mm256_loadu_si256((const __m256i *)(cb + 32))),
-         AVX2_MASK, select_pdep)
+         AVX2_MASK)
 }
 
 /* AVX-512BW: one compare gives the 64-bit mask. */
@@ -496,29 +464,34 @@ __attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_groups_
     dcr__classed *cls, const uint8_t *values, const uint8_t *base, uint8_t *out, size_t first,
     size_t last) {
   __m512i all;
-  GROUPS(all = _mm512_loadu_si512((const void *)cb), AVX512_MASK, select_pdep)
+  GROUPS(all = _mm512_loadu_si512((const void *)cb), AVX512_MASK)
+}
+
+/* Walks [first, end) in groups if this CPU can (end - first a multiple of GROUP);
+ * returns whether it did. */
+static int walk_groups(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
+                       uint8_t *out, size_t first, size_t end) {
+  if (!__builtin_cpu_supports("bmi2") || !__builtin_cpu_supports("popcnt")) return 0;
+  if (dcr__classed_vector == 1 && __builtin_cpu_supports("avx512bw"))
+    walk_groups_avx512(cls, values, base, out, first, end);
+  else if (__builtin_cpu_supports("avx2"))
+    walk_groups_avx2(cls, values, base, out, first, end);
+  else
+    return 0;
+  return 1;
 }
 #endif
 
-int dcr__classed_vector = 1;
-
 void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                        uint8_t *out, size_t first, size_t last) {
+#ifdef GROUP_WALK
   /* Groups need class bytes (at most 2^8 classes) and changes in any order (an
    * applied one touches its own element only; recorded ones must be in order). */
-  if (cls->mask <= 0xFF && out && cls->nactive <= GROUP_CLASSES_MAX && dcr__classed_vector) {
-    size_t end = first + (last - first) / GROUP * GROUP;
-#ifdef HAVE_AVX2_WALK
-    int bmi = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
-    if (dcr__classed_vector == 1 && bmi && __builtin_cpu_supports("avx512bw"))
-      walk_groups_avx512(cls, values, base, out, first, end);
-    else if (dcr__classed_vector != 2 && bmi && __builtin_cpu_supports("avx2"))
-      walk_groups_avx2(cls, values, base, out, first, end);
-    else
-#endif
-      walk_groups(cls, values, base, out, first, end);
+  size_t end = first + (last - first) / GROUP * GROUP;
+  if (cls->mask <= 0xFF && out && cls->nactive <= GROUP_CLASSES_MAX && dcr__classed_vector &&
+      walk_groups(cls, values, base, out, first, end))
     first = end;
-  }
+#endif
   walk_scalar(cls, values, base, out, first, last);
 }
 

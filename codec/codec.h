@@ -114,8 +114,9 @@ DCR_HIDDEN int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size
 DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                                   uint8_t *out, size_t first, size_t last);
 /* Which walk dcr__classed_walk takes (the results never depend on it; tests set
- * it): 0 the scalar one, 2 the portable group walk, 1 (the default) the group walk
- * with the CPU's vector instructions where it has them. */
+ * it): 0 the scalar one; 1 (the default) the group walk with the CPU's best vector
+ * instructions where it has them (AVX-512BW, else AVX2); 2 the same with AVX2
+ * even where AVX-512BW is. */
 DCR_HIDDEN extern int dcr__classed_vector;
 /* From now until the next chunk's streams, each change the walk meets is also
  * recorded, in the order met (by class within 64 elements, not element order):
