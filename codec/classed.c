@@ -505,8 +505,9 @@ size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint
                             size_t n, uint32_t *pos, uint8_t *out_values) {
   dcr__classed_record(cls, pos, out_values);
   dcr__classed_walk(cls, values, base, NULL, 0, n);
+  size_t met = cls->taken;
   dcr__classed_record(cls, NULL, NULL);
-  return cls->taken;
+  return met;
 }
 
 int dcr__classed_end(const dcr__classed *cls, dcr_detail *d) {

@@ -195,7 +195,8 @@ static const unsigned esizes[] = {1, 2, 4, 8};
  * spans `spread` classes (20: the group walks; 256 and more: past their limit, so
  * the scalar walk starts and hands over once classes run out of changes), changes
  * of 1 to 3 units at several rates, walked in pieces of 4096 bytes and of an odd
- * number of elements; each gives the target, and every way agrees. */
+ * number of elements; each gives the target, and every way agrees. The walk of
+ * dcr_changes finds each change's position and value, in element order. */
 static void test_classed_walks_agree(void **state) {
   (void)state;
   static const char *dtypes[] = {"BF16", "F16", "F32", "F64", "C64", "F8_E4M3", "F8_E5M2",
@@ -260,6 +261,17 @@ static void test_classed_walks_agree(void **state) {
               fail_msg("%s, %u classes, %u per mille, walk %d, pieces of %zu: not the target",
                        dtypes[t], spreads[sp], per_mille[pr], modes[m], step);
           }
+        /* dcr_changes' walk: every change, in element order, with its value */
+        dcr_detail d;
+        dcr__detail_init(&d);
+        uint32_t *met = xmalloc(n * sizeof *met);
+        assert_int_equal(dcr__classed_streams(cls, data, length, dtype, n, count, values, NULL, &d),
+                         DCR_OK);
+        assert_int_equal(dcr__classed_collect(cls, values, base, n, met, sorted), count);
+        assert_int_equal(dcr__classed_end(cls, &d), DCR_OK);
+        assert_memory_equal(met, pos, count * sizeof *pos);
+        assert_memory_equal(sorted, z, count * esize);
+        free(met);
         dcr__classed_vector = 1;
         dcr__classed_decoder_free(cls);
         dcr__classed_encoder_free(&ws);
