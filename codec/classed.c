@@ -318,8 +318,8 @@ static void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const ui
   }
 }
 
-/* SHIFT and MASK are constants where the dtype is known here, so that the class
- * costs a shift by an immediate, not one by a register the loop must load. */
+/* SHIFT and MASK are constants where the dtype is known (BY_DTYPE), so that the
+ * class costs a shift by an immediate, not one by a register the loop must load. */
 #define WALK(T, SHIFT, MASK)                                                     \
   for (size_t i = first; i < last; i++) {                                        \
     T u;                                                                         \
@@ -328,21 +328,26 @@ static void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const ui
     if (__builtin_expect(left[c]-- == 0, 0)) change(cls, c, i, out, values);     \
   }
 
+/* BODY(T, SHIFT, MASK) for cls's element type, BF16 (the common case) with its
+ * constants; the others with the locals shift and mask. */
+#define BY_DTYPE(BODY)                                                           \
+  if (cls->esize == 2 && shift == 7 && mask == 0xFF) {                           \
+    BODY(uint16_t, 7, 0xFF)                                                      \
+    return;                                                                      \
+  }                                                                              \
+  switch (cls->esize) {                                                          \
+    case 1: BODY(uint8_t, shift, mask) break;                                    \
+    case 2: BODY(uint16_t, shift, mask) break;                                   \
+    case 4: BODY(uint32_t, shift, mask) break;                                   \
+    default: BODY(uint64_t, shift, mask) break;                                  \
+  }
+
 static void walk_scalar(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                         uint8_t *out, size_t first, size_t last) {
   unsigned shift = cls->shift;
   uint64_t mask = cls->mask;
   uint32_t *left = cls->left;
-  if (cls->esize == 2 && shift == 7 && mask == 0xFF) { /* BF16, the common case */
-    WALK(uint16_t, 7, 0xFF)
-    return;
-  }
-  switch (cls->esize) {
-    case 1: WALK(uint8_t, shift, mask) break;
-    case 2: WALK(uint16_t, shift, mask) break;
-    case 4: WALK(uint32_t, shift, mask) break;
-    default: WALK(uint64_t, shift, mask) break;
-  }
+  BY_DTYPE(WALK)
 }
 
 /* ---- the group walk: the same changes, found 64 elements at a time.
@@ -376,16 +381,7 @@ int dcr__classed_vector = 1;
 static inline void class_bytes(const dcr__classed *cls, const uint8_t *p, uint8_t *cb) {
   unsigned shift = cls->shift;
   uint64_t mask = cls->mask;
-  if (cls->esize == 2 && shift == 7 && mask == 0xFF) {
-    CLASS_BYTES(uint16_t, 7, 0xFF)
-    return;
-  }
-  switch (cls->esize) {
-    case 1: CLASS_BYTES(uint8_t, shift, mask) break;
-    case 2: CLASS_BYTES(uint16_t, shift, mask) break;
-    case 4: CLASS_BYTES(uint32_t, shift, mask) break;
-    default: CLASS_BYTES(uint64_t, shift, mask) break;
-  }
+  BY_DTYPE(CLASS_BYTES)
 }
 
 /* The changes in the group at element i: pending[0..np) are the active classes
