@@ -433,8 +433,9 @@ __attribute__((target("bmi2,popcnt"), always_inline)) static inline void group_c
     for (size_t a = 0; a < n; a++) {                                               \
       uint64_t m = MASK(a);                                                        \
       uint32_t cnt = (uint32_t)__builtin_popcountll(m), *l = &left[cls->active[a]]; \
-      if (__builtin_expect(cnt > *l, 0)) pend[np].m = m, pend[np++].a = a;         \
-      else *l -= cnt;                                                              \
+      size_t here = cnt > *l; /* without a branch: at 5% changes, one in 3 groups */ \
+      pend[np].m = m, pend[np].a = a, np += here;                                  \
+      *l -= here ? 0 : cnt;                                                        \
     }                                                                              \
     if (np) group_changes(cls, pend, np, i, out, values);                          \
   }
