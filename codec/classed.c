@@ -482,10 +482,11 @@ static int walk_groups(dcr__classed *cls, const uint8_t *values, const uint8_t *
 void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                        uint8_t *out, size_t first, size_t last) {
 #ifdef GROUP_WALK
-  /* Groups need class bytes (at most 2^8 classes) and changes in any order (an
-   * applied one touches its own element only; recorded ones must be in order). */
+  /* Groups need class bytes (at most 2^8 classes); they meet a group's changes
+   * class by class (an applied one touches its own element only; recorded ones
+   * are put in order by dcr__classed_collect). */
   size_t end = first + (last - first) / GROUP * GROUP;
-  if (cls->mask <= 0xFF && out && cls->nactive <= GROUP_CLASSES_MAX && dcr__classed_vector &&
+  if (cls->mask <= 0xFF && cls->nactive <= GROUP_CLASSES_MAX && dcr__classed_vector &&
       walk_groups(cls, values, base, out, first, end))
     first = end;
 #endif
@@ -504,6 +505,22 @@ size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint
   dcr__classed_walk(cls, values, base, NULL, 0, n);
   size_t met = cls->taken;
   dcr__classed_record(cls, NULL, NULL);
+  /* Met in element order but within a group of 64 (class by class there): an
+   * insertion sort moves each change past the few of its group met before it. */
+  unsigned esize = cls->esize;
+  for (size_t i = 1; i < met; i++) {
+    uint32_t p = pos[i];
+    if (pos[i - 1] < p) continue;
+    uint8_t v[8];
+    memcpy(v, out_values + i * esize, esize);
+    size_t j = i;
+    for (; j && pos[j - 1] > p; j--) {
+      pos[j] = pos[j - 1];
+      memcpy(out_values + j * esize, out_values + (j - 1) * esize, esize);
+    }
+    pos[j] = p;
+    memcpy(out_values + j * esize, v, esize);
+  }
   return met;
 }
 
