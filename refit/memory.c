@@ -172,7 +172,6 @@ static void keep_changes(void *ctx, const dcr__job *job, uint32_t **pos, uint8_t
     __atomic_sub_fetch(&pt->kept_bytes, need, __ATOMIC_RELAXED);
     return;
   }
-  free(pt->kept[job->record]); /* from a check before, of the same bytes */
   pt->kept[job->record] = keep;
   *pos = (uint32_t *)(void *)keep;
   *values = keep + count * sizeof(uint32_t);
