@@ -113,6 +113,23 @@ DCR_HIDDEN int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size
  * may be base). dcr__classed_end then says whether every change was met. */
 DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                                   uint8_t *out, size_t first, size_t last);
+/* Which walk dcr__classed_walk takes (the results never depend on it; tests set
+ * it): 0 the scalar one; 1 (the default) the group walk with the CPU's best vector
+ * instructions where it has them (AVX-512BW, else AVX2); 2 the same with AVX2
+ * even where AVX-512BW is. */
+DCR_HIDDEN extern int dcr__classed_vector;
+/* From now until the next chunk's streams, each change the walk meets is also
+ * recorded, in the order met (by class within 64 elements, not element order):
+ * its element index to pos, its value (a zigzag delta) to values; room for the
+ * chunk's count. NULL stops it. */
+DCR_HIDDEN void dcr__classed_record(dcr__classed *cls, uint32_t *pos, uint8_t *values);
+/* The same walk over a whole chunk of n elements, for dcr_changes: each change is
+ * recorded, not applied: its element index to pos and its value to out_values,
+ * both in element order (room for the chunk's count). Returns how many were met;
+ * dcr__classed_end still says whether that is all. */
+DCR_HIDDEN size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values,
+                                       const uint8_t *base, size_t n, uint32_t *pos,
+                                       uint8_t *out_values);
 DCR_HIDDEN int dcr__classed_end(const dcr__classed *cls, dcr_detail *d);
 
 /* ---- detect.c: change detection, on bits (§3) */
@@ -364,6 +381,10 @@ typedef struct {
   int (*input)(void *input_ctx, uint32_t entry, uint64_t at, size_t bytes, dcr__view *view,
                uint8_t *fallback, dcr_detail *d);
   void *input_ctx;
+  /* Worker, optional: before a DELTA_CLASSED chunk is applied, room for its changes
+   * (dcr__classed_record: count positions and values), or *pos NULL for none; they
+   * are the hook's, filled once the chunk's result is checked. */
+  void (*keep)(void *ctx, const dcr__job *job, uint32_t **pos, uint8_t **values);
   /* Worker, optional: each chunk's result, in any order. */
   int (*emit)(void *ctx, const dcr__pass_chunk *c, dcr_detail *d);
   /* Calling thread, optional: each chunk's result, in job order. */
@@ -377,6 +398,8 @@ DCR_HIDDEN int dcr__pass_init(dcr__pass **pass, const dcr__pass_spec *spec, dcr_
 DCR_HIDDEN size_t dcr__pass_slots(const dcr__pass *pass);
 /* Bytes of input the pass reads: every target chunk, or the changed ones. */
 DCR_HIDDEN uint64_t dcr__pass_bytes(const dcr__pass *pass);
+/* Bytes of memory its slots may touch (within the reader's max_memory). */
+DCR_HIDDEN uint64_t dcr__pass_memory(const dcr__pass *pass);
 /* Runs every job; the first failure in job order is the answer. Tensor hashes are
  * checked unless changed_only or verify is NONE. Can run more than once. */
 DCR_HIDDEN int dcr__pass_run(dcr__pass *pass, dcr_detail *d);

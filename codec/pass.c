@@ -35,6 +35,7 @@ struct dcr__pass {
   dcr__pool *pool;
   slot *slots;
   size_t slot_count;
+  uint64_t slot_bytes; /* what each slot touches at most */
   XXH3_state_t base_hash, target_hash;
   uint32_t current; /* the entry being hashed */
   uint64_t done, total; /* bytes taken, for progress */
@@ -222,6 +223,12 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
     return DCR_OK; /* the input is the result */
   }
   if (sparse) {
+    if (p->spec.keep && c->encoding == DCR_ENC_DELTA_CLASSED) {
+      uint32_t *pos = NULL;
+      uint8_t *values = NULL;
+      p->spec.keep(p->spec.ctx, s->chunk.job, &pos, &values);
+      dcr__classed_record(s->dec.cls, pos, values);
+    }
     rc = dcr__apply_sparse_pieces(&s->dec, c, planes, dtype, n, s->chunk.input, s->out, NULL,
                                   s->out_pieces, &s->detail);
     s->pieces = DCR__PIECES(bytes);
@@ -403,6 +410,7 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
   if ((rc = dcr__decode_fits(spec->r, per_slot, neediest, cs, "applying the chunks", d))) return rc;
   threads = dcr__threads_within(threads, 2 * per_slot, spec->r->lim.max_memory);
   threads = dcr__threads_for_jobs(threads, p->job_count, spec->r->man.data_length);
+  p->slot_bytes = per_slot;
   if (dcr__pool_create(&p->pool, threads)) return dcr__fail(d, DCR_E_NOMEM, "no threads");
   return make_slots(p, dcr__pool_window(p->pool), d);
 }
@@ -410,6 +418,8 @@ int dcr__pass_init(dcr__pass **out, const dcr__pass_spec *spec, dcr_detail *d) {
 size_t dcr__pass_slots(const dcr__pass *p) { return p->slot_count; }
 
 uint64_t dcr__pass_bytes(const dcr__pass *p) { return p->total; }
+
+uint64_t dcr__pass_memory(const dcr__pass *p) { return p->slot_bytes * p->slot_count; }
 
 int dcr__pass_run(dcr__pass *p, dcr_detail *d) {
   p->current = UINT32_MAX;

@@ -687,6 +687,21 @@ DCR_API int dcr_changes_open(dcr_changes **changes, dcr_reader *reader, dcr_deta
 DCR_API int dcr_changes_next(dcr_changes *changes, const dcr_change **change,
                              dcr_detail *detail);
 DCR_API void dcr_changes_free(dcr_changes *changes);
+/* DELTA_CLASSED chunks (format 1.2, SPEC.md §9.4) name their changes by rank among
+ * the chunk's base elements of a class: their positions exist only given the base,
+ * so dcr_changes_next fails on one with DCR_E_ARGUMENT unless a base resolver is set
+ * here (a chunk of a tensor coded against zeros needs none). resolve (dcr_resolve_fn,
+ * on the calling thread, from dcr_changes_next) is asked for an entry when its
+ * first such chunk comes (chunks come in entry order): buffer = the base tensor as
+ * the caller holds it, base.byte_length bytes in host memory, only read, valid until
+ * the iterator moves to another entry. Such a chunk is then handed out as op
+ * DCR_OP_DELTA with positions (increasing) and values in their order. Cost, per
+ * DELTA_CLASSED chunk: its base bytes are hashed and must give base_check (else
+ * DCR_E_BASE_MISMATCH: a wrong base is refused, not turned into wrong positions),
+ * then walked once, element by element, about as much CPU as applying the chunk
+ * with dcr_patch_memory; a caller whose base lives on an accelerator copies it to
+ * the host first. Other encodings never ask for the base. */
+DCR_API void dcr_changes_set_base(dcr_changes *changes, dcr_resolve_fn resolve, void *opaque);
 /* Applies a change to the chunk's bytes on the CPU (length == change->length): the
  * reference for a caller's own kernel. A dense overwrite whose count of changed
  * elements is wrong for these bytes fails with DCR_E_ENCODING and changes nothing. */

@@ -8,6 +8,12 @@
  * touching only the bytes that change (and added tensors). At DCR_VERIFY_NONE
  * only the patch runs.
  *
+ * A DELTA_CLASSED chunk (§9.4) costs a walk over its base elements and a range
+ * decode of its values; the check has done both, so the walk records each change
+ * it meets (position and value), and the patch only applies them, as for a 1.1
+ * sparse chunk: within the memory budget the check's slots leave
+ * (dcr_limits.max_memory); chunks past it are decoded again.
+ *
  * A resized tensor (§6.5) has two buffers: the one the caller holds (its base,
  * which the checks read) and a new one of the target's size, which the patch
  * fills with the resized base and then patches. A set's raw members (§2.3) that
@@ -29,6 +35,9 @@ typedef struct {
   dcr_detail *detail;      /* per slot */
   size_t window;
   uint64_t *jobs;          /* the selected chunks' indexes (dcr_reader_select_tensors) */
+  uint8_t **kept;          /* per chunk record: its changes' positions (u32), then their
+                            * target elements, from the check; or NULL */
+  uint64_t kept_budget, kept_bytes; /* kept_bytes: atomic, workers add to it */
   size_t job_count;
   uint64_t done, total;
 } patcher;
@@ -150,17 +159,38 @@ static int hash_unread(patcher *pt, dcr_detail *d) {
   return DCR_OK;
 }
 
+/* The check's keep hook: room for a DELTA_CLASSED chunk's changes while the budget
+ * allows (a chunk that does not fit is decoded again by the patch). */
+static void keep_changes(void *ctx, const dcr__job *job, uint32_t **pos, uint8_t **values) {
+  patcher *pt = ctx;
+  const dcr_reader *r = pt->p->r;
+  size_t count = r->chunks[job->record].count;
+  size_t need = count * (sizeof(uint32_t) + dcr_dtype_size(r->man.entries[job->entry].target.dtype));
+  uint8_t *keep = NULL;
+  if (__atomic_add_fetch(&pt->kept_bytes, need, __ATOMIC_RELAXED) > pt->kept_budget ||
+      !(keep = malloc(need))) {
+    __atomic_sub_fetch(&pt->kept_bytes, need, __ATOMIC_RELAXED);
+    return;
+  }
+  pt->kept[job->record] = keep;
+  *pos = (uint32_t *)(void *)keep;
+  *values = keep + count * sizeof(uint32_t);
+}
+
 /* One attempt of the check: the buffers as the base, or as the target already. */
 static int check(patcher *pt, int as_target, dcr_detail *d) {
   dcr_patch *p = pt->p;
   dcr__pass_spec spec = {.r = p->r, .verify = p->verify,
                          .changed_only = p->verify == DCR_VERIFY_CHUNK, .as_target = as_target,
                          .threads = p->threads, .skip = pt->skip, .cancel = p->cancel,
-                         .input = memory_input, .input_ctx = pt, .ctx = pt};
+                         .input = memory_input, .input_ctx = pt, .ctx = pt,
+                         .keep = as_target ? NULL : keep_changes};
   int rc = resized_sizes(pt, as_target, d);
   if (rc) return rc;
   dcr__pass *pass = NULL;
   rc = dcr__pass_init(&pass, &spec, d);
+  uint64_t slots = pass ? dcr__pass_memory(pass) : 0;
+  pt->kept_budget = p->r->lim.max_memory > slots ? p->r->lim.max_memory - slots : 0;
   if (!rc) rc = dcr__pass_run(pass, d);
   if (pass) p->stats.bytes_checked += dcr__pass_bytes(pass);
   if (!rc && !as_target && p->verify == DCR_VERIFY_FULL) rc = hash_unread(pt, d);
@@ -178,6 +208,16 @@ static void patch_job(void *ctx, size_t j, unsigned worker) {
   const uint8_t *payload;
   dcr_detail *d = &pt->detail[slot];
   dcr__detail_init(d);
+  const uint8_t *keep = pt->kept ? pt->kept[pt->jobs[j]] : NULL;
+  if (keep) { /* checked already: its changes, kept */
+    unsigned esize = dcr_dtype_size(e->target.dtype);
+    const uint32_t *pos = (const uint32_t *)(const void *)keep;
+    const uint8_t *values = keep + c->count * sizeof(uint32_t);
+    for (size_t i = 0; i < c->count; i++)
+      dcr__delta_apply(chunk + (size_t)pos[i] * esize, values + i * esize, esize);
+    pt->rc[slot] = DCR_OK;
+    return;
+  }
   int rc = dcr__chunk_payload(r, c, &pt->scratch[worker], &pt->scratch_capacity[worker],
                               &payload, d);
   if (!rc)
@@ -265,8 +305,8 @@ int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_det
   const dcr__manifest *m = &p->r->man;
   size_t n = (size_t)m->entry_count + 1;
   patcher pt = {.p = p, .in = calloc(n, sizeof *pt.in), .out = calloc(n, sizeof *pt.out),
-                .skip = calloc(n, 1)};
-  int rc = pt.in && pt.out && pt.skip ? resolve_all(&pt, resolve, opaque, d)
+                .skip = calloc(n, 1), .kept = calloc((size_t)p->r->chunk_count + 1, sizeof *pt.kept)};
+  int rc = pt.in && pt.out && pt.skip && pt.kept ? resolve_all(&pt, resolve, opaque, d)
                                       : dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
   const dcr__chunk *c = p->verify == DCR_VERIFY_NONE ? dcr__probe_chunk_skipping(p->r, pt.skip)
                                                      : NULL;
@@ -290,6 +330,7 @@ int dcr_patch_memory(dcr_patch *p, dcr_resolve_fn resolve, void *opaque, dcr_det
     }
   }
   if (!rc && !p->stats.already_target) rc = patch(&pt, d);
-  free(pt.in), free(pt.out), free(pt.skip);
+  for (uint64_t k = 0; pt.kept && k < p->r->chunk_count; k++) free(pt.kept[k]);
+  free(pt.in), free(pt.out), free(pt.skip), free(pt.kept);
   return rc;
 }

@@ -188,6 +188,98 @@ static int decode(const dcr__chunk *c, const uint8_t *data, size_t length, unsig
 
 static const unsigned esizes[] = {1, 2, 4, 8};
 
+/* ---- DELTA_CLASSED walks (§9.4) ------------------------------------------- */
+
+/* Every walk (scalar, and the group walks with AVX2 and AVX-512BW where the CPU
+ * has them) finds the same changes: for each dtype class, a base whose class field
+ * spans `spread` classes (20: the group walks; 256 and more: past their limit, so
+ * the scalar walk starts and hands over once classes run out of changes), changes
+ * of 1 to 3 units at several rates, walked in pieces of 4096 bytes and of an odd
+ * number of elements; each gives the target, and every way agrees. The walk of
+ * dcr_changes finds each change's position and value, in element order. */
+static void test_classed_walks_agree(void **state) {
+  (void)state;
+  static const char *dtypes[] = {"BF16", "F16", "F32", "F64", "C64", "F8_E4M3", "F8_E5M2",
+                                 "F8_E8M0", "I32", "U8"};
+  static const int modes[] = {0, 2, 1};
+  static const unsigned spreads[] = {20, 4096};
+  static const unsigned per_mille[] = {2, 50, 300};
+  const size_t n = 4101; /* a tail past the last group of 64 */
+  rng_seed(31);
+  for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+    for (size_t sp = 0; sp < 2; sp++)
+      for (size_t pr = 0; pr < 3; pr++) {
+        int dtype = dcr_dtype_from_name(dtypes[t], strlen(dtypes[t]));
+        unsigned esize = dcr_dtype_size(dtype), shift, bits = dcr__class_bits(dtype, &shift);
+        uint64_t field = bits ? (((uint64_t)1 << bits) - 1) << shift : 0;
+        uint64_t top = (uint64_t)1 << (8 * esize - 1), all = top | (top - 1);
+        uint8_t *base = xmalloc(n * esize), *target = xmalloc(n * esize);
+        uint8_t *old = xmalloc(n * esize), *z = xmalloc(n * esize), *sorted = xmalloc(n * esize);
+        uint8_t *out = xmalloc(n * esize), *values = xmalloc(n * esize);
+        uint32_t *pos = xmalloc(n * sizeof *pos), *ranks = xmalloc(n * sizeof *ranks);
+        size_t count = 0;
+        for (size_t i = 0; i < n; i++) {
+          uint64_t u = rng() & all, c = (uint64_t)(100 + rng() % spreads[sp]) << shift;
+          u = (u & ~field) | (c & field);
+          for (unsigned b = 0; b < esize; b++) base[i * esize + b] = (uint8_t)(u >> (8 * b));
+          uint64_t v = u;
+          if (rng() % 1000 < per_mille[pr]) { /* a step of 1..3 units on the key (§9.1) */
+            uint64_t key = u & top ? u ^ (top - 1) : u, step = 1 + rng() % 3;
+            uint64_t moved = (rng() & 1 ? key + step : key - step) & all;
+            uint64_t d = (moved - key) & all;
+            v = moved & top ? moved ^ (top - 1) : moved;
+            uint64_t zz = ((d << 1) ^ (d & top ? all : 0)) & all;
+            memcpy(old + count * esize, base + i * esize, esize);
+            for (unsigned b = 0; b < esize; b++) z[count * esize + b] = (uint8_t)(zz >> (8 * b));
+            pos[count++] = (uint32_t)i;
+          }
+          for (unsigned b = 0; b < esize; b++) target[i * esize + b] = (uint8_t)(v >> (8 * b));
+        }
+        if (!count) continue;
+        dcr__classed_encoder ws;
+        assert_int_equal(dcr__classed_encoder_init(&ws), DCR_OK);
+        size_t capacity = 64 + 16 * n * esize;
+        uint8_t *data = xmalloc(capacity);
+        size_t length = dcr__classed_write(&ws, data, capacity, base, dtype, pos, old, z, count,
+                                           ranks, sorted);
+        assert_true(length != SIZE_MAX);
+        dcr__classed *cls;
+        assert_int_equal(dcr__classed_decoder_init(&cls), DCR_OK);
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+          for (size_t piece = 0; piece < 2; piece++) {
+            dcr_detail d;
+            dcr__detail_init(&d);
+            dcr__classed_vector = modes[m];
+            assert_int_equal(dcr__classed_streams(cls, data, length, dtype, n, count, values, NULL,
+                                                  &d), DCR_OK);
+            memcpy(out, base, n * esize);
+            size_t step = piece ? 333 : 4096 / esize;
+            for (size_t at = 0; at < n; at += step)
+              dcr__classed_walk(cls, values, out, out, at, at + step < n ? at + step : n);
+            assert_int_equal(dcr__classed_end(cls, &d), DCR_OK);
+            if (memcmp(out, target, n * esize))
+              fail_msg("%s, %u classes, %u per mille, walk %d, pieces of %zu: not the target",
+                       dtypes[t], spreads[sp], per_mille[pr], modes[m], step);
+          }
+        /* dcr_changes' walk: every change, in element order, with its value */
+        dcr_detail d;
+        dcr__detail_init(&d);
+        uint32_t *met = xmalloc(n * sizeof *met);
+        assert_int_equal(dcr__classed_streams(cls, data, length, dtype, n, count, values, NULL, &d),
+                         DCR_OK);
+        assert_int_equal(dcr__classed_collect(cls, values, base, n, met, sorted), count);
+        assert_int_equal(dcr__classed_end(cls, &d), DCR_OK);
+        assert_memory_equal(met, pos, count * sizeof *pos);
+        assert_memory_equal(sorted, z, count * esize);
+        free(met);
+        dcr__classed_vector = 1;
+        dcr__classed_decoder_free(cls);
+        dcr__classed_encoder_free(&ws);
+        free(data), free(base), free(target), free(old), free(z), free(sorted), free(out);
+        free(values), free(pos), free(ranks);
+      }
+}
+
 /* ---- planes (§9.1) ------------------------------------------------------ */
 
 static void test_planes_split_join_round_trip(void **state) {
@@ -1084,6 +1176,7 @@ static void test_pool_stops_early(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_classed_walks_agree),
       cmocka_unit_test(test_planes_split_join_round_trip),
       cmocka_unit_test(test_planes_xor_into_applies_xor),
       cmocka_unit_test(test_planes_nonzero_counts_nonzero_elements),

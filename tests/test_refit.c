@@ -1593,8 +1593,9 @@ static void test_inplace_none_rerun_after_recovery_is_target(void **state) {
 /* A step as an optimizer makes it, on weights whose exponents vary (a.weight of the
  * base is too uniform for that): small values move often, large ones rarely, so
  * DELTA_CLASSED codes the chunks. Every way to apply it gives the target; the
- * accelerator iterator refuses it (its positions need the base) but takes the
- * same step encoded as format 1.1. */
+ * accelerator iterator refuses it without the base (its positions need it), and
+ * given the base yields the positions and values of the same step encoded as
+ * format 1.1, bit for bit; a wrong base is refused. */
 static void test_classed_chunks_apply_everywhere(void **state) {
   (void)state;
   char pb[320], pt[320], bundle[320], b11[320];
@@ -1655,18 +1656,83 @@ static void test_classed_chunks_apply_everywhere(void **state) {
   while (!(rc = dcr_changes_next(it, &c, &d)) && c) continue;
   assert_int_equal(rc, DCR_E_ARGUMENT);
   assert_non_null(strstr(d.message, "DELTA_CLASSED"));
+  assert_non_null(strstr(d.message, "dcr_changes_set_base"));
   dcr_changes_free(it);
-  dcr_reader_free(r);
 
-  r = open_bundle(b11);
-  dcr_reader_info(r, &info);
+  /* Given the base, the iterator yields what the 1.1 bundle of the same step does. */
+  dcr_reader *r11 = open_bundle(b11);
+  dcr_reader_info(r11, &info);
   assert_int_equal(info.format_minor, 0);
+  buffers base = load_buffers(pb);
+  uint8_t *one = xmalloc(CHUNK), *other = xmalloc(CHUNK);
+  dcr_changes *it11;
   assert_int_equal(dcr_changes_open(&it, r, NULL), DCR_OK);
-  size_t n = 0;
-  while (!(rc = dcr_changes_next(it, &c, &d)) && c) assert_int_not_equal(c->op, 3), n++;
-  assert_int_equal(rc, DCR_OK);
+  dcr_changes_set_base(it, resolve_held_only, &base);
+  assert_int_equal(dcr_changes_open(&it11, r11, NULL), DCR_OK);
+  size_t n = 0, seen = 0;
+  for (;; n++) {
+    const dcr_change *c11;
+    rc = dcr_changes_next(it, &c, &d);
+    if (rc) fail_msg("%s: %s", dcr_error_name(rc), d.message);
+    assert_int_equal(dcr_changes_next(it11, &c11, &d), DCR_OK);
+    if (!c) break;
+    dcr_chunk_info ci;
+    dcr_reader_chunk(r, n, &ci);
+    assert_non_null(c11);
+    assert_int_equal(c->entry, c11->entry);
+    assert_int_equal(c->chunk, c11->chunk);
+    assert_int_equal(c->count, c11->count);
+    assert_int_equal(c->base_check, c11->base_check);
+    assert_int_equal(c->target_check, c11->target_check);
+    named *h = buffers_find(&base, "w", 1);
+    assert_int_equal(c->length, CHUNK);
+    memcpy(one, h->data + c->offset, CHUNK);
+    memcpy(other, one, CHUNK);
+    assert_int_equal(dcr_change_apply(c, one, CHUNK, &d), DCR_OK);
+    assert_int_equal(dcr_change_apply(c11, other, CHUNK, &d), DCR_OK);
+    assert_memory_equal(one, other, CHUNK);
+    if (ci.encoding != DCR_ENC_DELTA_CLASSED) continue;
+    seen++;
+    assert_int_equal(c->op, DCR_OP_DELTA);
+    assert_non_null(c->positions);
+    /* the same step at 1.1: a sparse chunk, position for position; each value the
+     * zigzag ULP delta of §9.1 from base to target, bit for bit */
+    assert_non_null(c11->positions);
+    assert_memory_equal(c->positions, c11->positions, c->count * sizeof *c->positions);
+    if (c11->op == DCR_OP_DELTA)
+      assert_memory_equal(c->values, c11->values, (size_t)c->count * c->element_size);
+    const uint8_t *tw = buffers_find(&target, "w", 1)->data + c->offset;
+    for (uint32_t i = 0; i < c->count; i++) {
+      size_t at = 2 * (size_t)c->positions[i];
+      uint16_t b = (uint16_t)(h->data[c->offset + at] | h->data[c->offset + at + 1] << 8);
+      uint16_t t = (uint16_t)(tw[at] | tw[at + 1] << 8), v;
+      memcpy(&v, (const uint8_t *)c->values + 2 * i, 2);
+      uint16_t kb = b & 0x8000 ? b ^ 0x7FFF : b, kt = t & 0x8000 ? t ^ 0x7FFF : t;
+      uint16_t delta = (uint16_t)(kt - kb);
+      assert_int_equal(v, (uint16_t)((uint16_t)(delta << 1) ^ (delta & 0x8000 ? 0xFFFF : 0)));
+    }
+  }
   assert_int_equal(n, info.chunk_count);
+  assert_true(seen >= 2);
   dcr_changes_free(it);
+  dcr_changes_free(it11);
+  dcr_reader_free(r11);
+
+  /* A base wrong in one byte of a DELTA_CLASSED chunk is refused, not walked. */
+  for (uint64_t k = 0;; k++) {
+    dcr_chunk_info ci;
+    dcr_reader_chunk(r, k, &ci);
+    if (ci.encoding != DCR_ENC_DELTA_CLASSED) continue;
+    flip(&base, "w", (size_t)ci.chunk * CHUNK + 7);
+    break;
+  }
+  assert_int_equal(dcr_changes_open(&it, r, NULL), DCR_OK);
+  dcr_changes_set_base(it, resolve_held_only, &base);
+  while (!(rc = dcr_changes_next(it, &c, &d)) && c) continue;
+  assert_int_equal(rc, DCR_E_BASE_MISMATCH);
+  dcr_changes_free(it);
+  free(one), free(other);
+  buffers_free(&base);
   dcr_reader_free(r);
   buffers_free(&target);
   model_free(&mb), model_free(&mt);

@@ -970,15 +970,24 @@ class Bundle(_Closing):
 
     # -- changes, for callers that scatter them themselves
 
-    def changes(self) -> "Changes":
+    def changes(self, base: Optional[Mapping[str, Any]] = None) -> "Changes":
         """An iterator over the changed chunks, each a :class:`Change` whose
         ``positions`` and ``values`` are numpy views into the library's memory,
         valid until the next item: for callers that scatter changes into memory the
-        library cannot reach (an accelerator). Nothing is checked against a base:
-        verify the result by other means (its state id). DELTA_CLASSED chunks
-        (format 1.2) depend on the base and raise :class:`dcr.ArgumentError`:
-        encode with ``format="1.1"`` for such callers."""
-        return Changes(self)
+        library cannot reach (an accelerator). Nothing else is checked against a
+        base: verify the result by other means (its state id).
+
+        DELTA_CLASSED chunks (format 1.2, the default) name their changes by rank
+        among base elements of a class, so their positions need the base: ``base``
+        maps tensor names to the base tensors as C-contiguous CPU arrays (as
+        :meth:`apply_memory` takes them; a host copy of a tensor that lives on an
+        accelerator), only read. Such a chunk then comes as op "delta" with
+        positions; its base bytes must give the chunk's ``base_check`` (else
+        :class:`dcr.BaseMismatchError`), and are walked once: about the CPU of
+        applying the chunk with :meth:`apply_memory`. Without ``base`` such a chunk
+        raises :class:`dcr.ArgumentError` (encode with ``format="1.1"`` for
+        callers that cannot give it). Other encodings never read ``base``."""
+        return Changes(self, base)
 
 
 def _new_array(side: TensorSide) -> np.ndarray:
@@ -1043,14 +1052,36 @@ class Changes(_Closing):
     """Iterator over a bundle's changed chunks (see :meth:`Bundle.changes`); close
     it (or use ``with``) to free its decoder before it is exhausted."""
 
-    def __init__(self, bundle: Bundle) -> None:
+    def __init__(self, bundle: Bundle, base: Optional[Mapping[str, Any]] = None) -> None:
         self._bundle = bundle
         self._it = ctypes.c_void_p()
         self._generation = 0
         self._current = ctypes.POINTER(_lib.ChangeC)()
         self._names: Dict[int, str] = {t.index: t.name for t in bundle.tensors}
+        self._errors: List[BaseException] = []
+        self._held: Any = None  # the base region the library reads now
         d = _lib.Detail()
         check(L.dcr_changes_open(ctypes.byref(self._it), bundle._r(), ctypes.byref(d)), d)
+        self._resolve = None
+        if base is not None:
+
+            def resolve(opaque: Any, entry: int, info: Any, buf: Any) -> int:
+                try:
+                    name = self._names.get(int(entry), "")
+                    obj = base.get(name)
+                    if obj is None:
+                        raise argument_error(f'tensor "{name}" is missing from base: a DELTA_CLASSED '
+                                             "chunk's positions need its base bytes", name)
+                    r = region(obj, f'tensor "{name}"')
+                    self._held = r
+                    buf[0].data, buf[0].size = r.address or None, r.nbytes
+                    return 0
+                except BaseException as e:  # carried to the caller of __next__
+                    self._errors.append(e)
+                    return 1
+
+            self._resolve = _lib.RESOLVE_FN(resolve)
+            L.dcr_changes_set_base(self._it, self._resolve, None)
 
     def __iter__(self) -> "Changes":
         return self
@@ -1065,6 +1096,8 @@ class Changes(_Closing):
             rc = L.dcr_changes_next(self._it, ctypes.byref(self._current), ctypes.byref(d))
         if rc:
             self.close()
+            if self._errors:
+                raise self._errors[0]
             check(rc, d)
         if not self._current:
             self.close()

@@ -445,6 +445,7 @@ _F = [
     ("dcr_changes_open", c_int, [POINTER(c_void_p), c_void_p, POINTER(Detail)]),
     ("dcr_changes_next", c_int, [c_void_p, POINTER(POINTER(ChangeC)), POINTER(Detail)]),
     ("dcr_changes_free", None, [c_void_p]),
+    ("dcr_changes_set_base", None, [c_void_p, RESOLVE_FN, c_void_p]),
     ("dcr_change_apply", c_int, [POINTER(ChangeC), c_void_p, c_size_t, POINTER(Detail)]),
     ("dcr_checkpoint_open", c_int, [POINTER(c_void_p), c_char_p, c_int, POINTER(Limits), POINTER(Detail)]),
     ("dcr_checkpoint_free", None, [c_void_p]),

@@ -69,12 +69,60 @@ def test_changes_rebuild_the_target(pairs, pair, how):
         assert len(ops) >= 2
 
 
-def test_delta_classed_cannot_be_iterated(pairs):
+def test_delta_classed_needs_the_base(pairs):
     base, target = pairs["synth"]
     b = dcr.Bundle(dcr.encode_bytes(base, target)[0])
     assert any(c.encoding == "DELTA_CLASSED" for c in b.chunks)
     with pytest.raises(dcr.ArgumentError, match="DELTA_CLASSED"):
         list(b.changes())
+    with pytest.raises(dcr.ArgumentError, match="missing from base"):
+        list(b.changes(base={}))
+
+
+def test_delta_classed_given_the_base_is_the_11_step(pairs):
+    """Given the base, a 1.2 bundle's changes are those of the same step encoded
+    at 1.1: the same chunks and positions, and each value the ULP delta from base
+    to target, bit for bit; scattered, they give the target."""
+    base, target = pairs["synth"]
+    b12 = dcr.Bundle(dcr.encode_bytes(base, target)[0])
+    b11 = dcr.Bundle(dcr.encode_bytes(base, target, format="1.1")[0])
+    w, t = dcr.load_safetensors(base), dcr.load_safetensors(target)
+    held = {k: v.copy() for k, v in w.items()}
+    classed = {(c.tensor, c.chunk) for c in b12.chunks if c.encoding == "DELTA_CLASSED"}
+    assert classed
+    seen = 0
+    with b12.changes(base=held) as it, b11.changes() as it11:
+        for c, c11 in zip(it, it11):
+            assert (c.entry, c.chunk, c.count, c.base_check) == (c11.entry, c11.chunk, c11.count, c11.base_check)
+            chunk = flat(w[c.name])[c.offset:c.offset + c.length]
+            if (c.entry, c.chunk) in classed:
+                seen += 1
+                assert c.op == "delta" and c11.positions is not None
+                assert np.array_equal(c.positions, c11.positions)
+                if c11.op == "delta":
+                    assert np.array_equal(c.values, c11.values)
+                el = chunk.view("<u2")[c.positions].astype(np.int64)
+                te = flat(t[c.name])[c.offset:c.offset + c.length].view("<u2")[c.positions].astype(np.int64)
+                d = (key(te, 16) - key(el, 16)) % 65536
+                zz = ((d << 1) ^ np.where(d >= 0x8000, 0xFFFF, 0)) & 0xFFFF
+                assert np.array_equal(c.values.astype(np.int64), zz)
+            scatter(c, chunk)
+    assert seen == len(classed)
+    for name in t:
+        assert flat(w[name]).tobytes() == flat(t[name]).tobytes(), name
+    assert all(flat(held[k]).tobytes() == flat(v).tobytes() for k, v in dcr.load_safetensors(base).items())
+
+
+def test_delta_classed_wrong_base_is_refused(pairs):
+    base, target = pairs["synth"]
+    b = dcr.Bundle(dcr.encode_bytes(base, target)[0])
+    c = next(c for c in b.chunks if c.encoding == "DELTA_CLASSED")
+    w = dcr.load_safetensors(base)
+    name = b.tensors[c.tensor].name
+    wrong = {k: v.copy() for k, v in w.items()}
+    flat(wrong[name])[c.chunk * b.info.chunk_size + 1] ^= 0x40
+    with pytest.raises(dcr.BaseMismatchError):
+        list(b.changes(base=wrong))
 
 
 def test_a_change_is_valid_until_the_next(pairs):
