@@ -77,14 +77,14 @@ done
 rm -f run.tar x.safetensors y.safetensors
 
 # The cost of adding a step (SPEC.md §19.6): the run appended one step at a time,
-# to a .tar (in place: the new members and the index slot) and to a .zip (which
-# is rewritten each time, as any archive was before appends in place). Bytes
+# to a .tar (in place: the new members and the index slot), and to a .tar.zst and
+# a .zip (which are rewritten each time, as any archive was before appends in place). Bytes
 # written are the processes' write(2) bytes (wchar in /proc/PID/io, children's
 # counted into the shell that waits for them), with fsync as by default.
 echo
 echo "# history append, one step at a time (every 1 step's bundle: $(stat -c %s b1.dcr) bytes)"
 printf '| container | archive at the end | written a step (median) | written / bundle | time a step (median) |\n|---|---|---|---|---|\n'
-for c in tar zip; do
+for c in tar tar.zst zip; do
   rm -f "run.$c"
   "$DCR" history create "run.$c" --keyframe s0.safetensors -q
   : > "steps.$c"
@@ -102,4 +102,4 @@ for c in tar zip; do
   printf '| %s | %s MiB | %s MiB | %.2f | %d ms |\n' "$c" "$(echo "scale=1; $(stat -c %s "run.$c") / 1048576" | bc)" \
     "$(echo "scale=2; $w / 1048576" | bc)" "$ratio" "$ms"
 done
-rm -f run.tar run.zip z.safetensors steps.tar steps.zip
+rm -f run.tar run.tar.zst run.zip z.safetensors steps.tar steps.tar.zst steps.zip
