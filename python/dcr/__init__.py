@@ -19,8 +19,7 @@ from __future__ import annotations
 import ctypes
 import io
 import os
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, BinaryIO, Callable, List, Mapping, Optional, Tuple, Union
 
 from . import _lib
 from ._bundle import (
@@ -53,13 +52,13 @@ from ._errors import (
     IOFailure,
     OutOfMemory,
     TargetMismatchError,
-    argument_error,
     check,
     error_message,
     error_name,
     renamed,
 )
 from ._checkpoint import opened_checkpoint, reader_limits
+from ._encoding import EncodeStats, max_minor
 from ._safetensors import TensorData, Tensors, load_checkpoint, load_safetensors, memory_file, save_safetensors
 
 __all__ = [
@@ -91,36 +90,6 @@ def default_threads() -> int:
     return int(L.dcr_default_threads())
 
 
-_ENCODINGS = ["XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE",
-              "DELTA_SPARSE", "DELTA_CLASSED"]
-
-
-@dataclass(frozen=True)
-class EncodeStats:
-    """Statistics of an encode (``dcr_encode_stats``)."""
-
-    bundle_size: int
-    target_size: int
-    elements: int  # elements compared (both sides present)
-    changed_elements: int
-    chunks: int  # chunks examined
-    changed_chunks: int  # chunks carried in the bundle
-    chunks_by_encoding: Dict[str, int]
-    tensors_added: int
-    tensors_removed: int
-    tensors_recoded: int
-    tensors_resized: int
-    format_version: Tuple[int, int]
-
-    @classmethod
-    def _from_c(cls, s: "_lib.EncodeStatsC") -> "EncodeStats":
-        by = {name: int(s.chunks_by_encoding[i]) for i, name in enumerate(_ENCODINGS[:6])}
-        by["DELTA_CLASSED"] = int(s.chunks_delta_classed)
-        return cls(s.bundle_size, s.target_size, s.elements, s.changed_elements, s.chunks, s.changed_chunks,
-                   by, s.tensors_added, s.tensors_removed, s.tensors_recoded, s.tensors_resized,
-                   (1, int(s.format_minor)))
-
-
 def _encode_options(
     chunk_size: Optional[int], level: Optional[int], threads: int, raw: bool,
     metadata: Optional[Mapping[str, Any]], cb: _Callbacks, replace: bool, sync: bool, max_memory: int,
@@ -148,10 +117,7 @@ def _encode_options(
     o.max_memory = max_memory
     o.unrelated = int(unrelated)
     if format is not None:
-        minors = {"1.0": 0, "1.1": 1, "1.2": 2}
-        if format not in minors:
-            raise argument_error(f"format must be '1.0', '1.1' or '1.2', not {format!r}")
-        o.max_minor = minors[format]
+        o.max_minor = max_minor(format)
     return o, keep
 
 
