@@ -6,7 +6,8 @@ bundle from two checkpoints (:func:`encode`), open and check one (:class:`Bundle
 numpy arrays or CPU tensors patched in place, on threads, with the GIL released),
 to files (:meth:`Bundle.apply_file`, :meth:`Bundle.apply_in_place`), or change by
 change (:meth:`Bundle.changes`, for device memory); squash a chain of bundles
-into one (:func:`squash`). Every failure raises a
+into one (:func:`squash`) and keep a run's chain in a history archive
+(:mod:`dcr.history`). Every failure raises a
 :class:`Error` carrying the DCR_E_ name, its number and the library's detail.
 
 The library is found through the DCR_LIBRARY environment variable (a path to
@@ -61,12 +62,13 @@ from ._errors import (
 from ._checkpoint import opened_checkpoint, reader_limits
 from ._encoding import EncodeStats, max_minor
 from ._squash import squash
+from . import history
 from ._safetensors import TensorData, Tensors, load_checkpoint, load_safetensors, memory_file, save_safetensors
 
 __all__ = [
     "ABI_VERSION", "FORMAT_VERSION", "VERSION", "__version__", "library_version", "library_path",
     "default_threads",
-    "encode", "encode_bytes", "encode_tensors", "squash", "state_id", "validate", "save_safetensors", "load_safetensors", "load_checkpoint",
+    "encode", "encode_bytes", "encode_tensors", "squash", "history", "state_id", "validate", "save_safetensors", "load_safetensors", "load_checkpoint",
     "Bundle", "BundleInfo", "TensorInfo", "TensorSide", "ChunkInfo", "SectionInfo", "MemberInfo",
     "Problem", "PatchStats", "EncodeStats", "Change", "Changes", "Cancel", "TensorData", "Tensors",
     "Error", "Detail", "ArgumentError", "FormatError", "BaseMismatchError", "TargetMismatchError",
