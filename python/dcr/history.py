@@ -255,11 +255,11 @@ class Archive(_Closing):
             raise argument_error("give one of step= and state=")
         if state is not None:
             step = self.step_of(state)
+        assert step is not None
         o = _options(verify=verify, threads=threads, sync=sync, replace=replace, max_target_size=max_target_size,
                      cancel=cancel)
         d = _lib.Detail()
         check(L.dcr_history_extract(self._handle(), step, _path(out), ctypes.byref(o), ctypes.byref(d)), d)
-        assert step is not None
         return step
 
     def verify(self, *, threads: int = 0, temp_dir: Optional[PathLike] = None,

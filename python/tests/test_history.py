@@ -264,3 +264,18 @@ def test_archive_at_a_url(run, tmp_path):
         httpd.server_close()
     with pytest.raises(dcr.ArgumentError):
         dcr.history.list(arc, headers={"X-Test": "1"})  # headers are for a URL
+
+
+def test_memory_budgets(run, tmp_path):
+    """max_memory reaches the library: the index read at open, and the keyframe
+    and bundles read by create."""
+    _, cks, bundles = run
+    arc = str(tmp_path / "m.tar")
+    dcr.history.create(arc, cks[0], bundles[:1])
+    with pytest.raises(dcr.OutOfMemory):
+        dcr.history.list(arc, max_memory=2048)
+    with pytest.raises(dcr.OutOfMemory):
+        dcr.history.extract(arc, step=1, out=str(tmp_path / "x.safetensors"), max_memory=2048)
+    with pytest.raises(dcr.OutOfMemory):
+        dcr.history.create(str(tmp_path / "n.tar"), cks[0], bundles[:1], max_memory=4096)
+    assert not os.path.exists(tmp_path / "n.tar")
