@@ -5,7 +5,9 @@ bundle from two checkpoints (:func:`encode`), open and check one (:class:`Bundle
 :func:`validate`), and apply it to weights held in memory (:meth:`Bundle.apply_to`,
 numpy arrays or CPU tensors patched in place, on threads, with the GIL released),
 to files (:meth:`Bundle.apply_file`, :meth:`Bundle.apply_in_place`), or change by
-change (:meth:`Bundle.changes`, for device memory). Every failure raises a
+change (:meth:`Bundle.changes`, for device memory); squash a chain of bundles
+into one (:func:`squash`) and keep a run's chain in a history archive
+(:mod:`dcr.history`). Every failure raises a
 :class:`Error` carrying the DCR_E_ name, its number and the library's detail.
 
 The library is found through the DCR_LIBRARY environment variable (a path to
@@ -19,8 +21,7 @@ from __future__ import annotations
 import ctypes
 import io
 import os
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, BinaryIO, Callable, List, Mapping, Optional, Tuple, Union
 
 from . import _lib
 from ._bundle import (
@@ -53,19 +54,21 @@ from ._errors import (
     IOFailure,
     OutOfMemory,
     TargetMismatchError,
-    argument_error,
     check,
     error_message,
     error_name,
     renamed,
 )
 from ._checkpoint import opened_checkpoint, reader_limits
+from ._encoding import EncodeStats, max_minor
+from ._squash import squash
+from . import history
 from ._safetensors import TensorData, Tensors, load_checkpoint, load_safetensors, memory_file, save_safetensors
 
 __all__ = [
     "ABI_VERSION", "FORMAT_VERSION", "VERSION", "__version__", "library_version", "library_path",
     "default_threads",
-    "encode", "encode_bytes", "encode_tensors", "state_id", "validate", "save_safetensors", "load_safetensors", "load_checkpoint",
+    "encode", "encode_bytes", "encode_tensors", "squash", "history", "state_id", "validate", "save_safetensors", "load_safetensors", "load_checkpoint",
     "Bundle", "BundleInfo", "TensorInfo", "TensorSide", "ChunkInfo", "SectionInfo", "MemberInfo",
     "Problem", "PatchStats", "EncodeStats", "Change", "Changes", "Cancel", "TensorData", "Tensors",
     "Error", "Detail", "ArgumentError", "FormatError", "BaseMismatchError", "TargetMismatchError",
@@ -89,36 +92,6 @@ def default_threads() -> int:
     """The thread count that ``threads=0`` means: the CPUs this process may use
     (affinity and cgroup quota), at most 32."""
     return int(L.dcr_default_threads())
-
-
-_ENCODINGS = ["XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE",
-              "DELTA_SPARSE", "DELTA_CLASSED"]
-
-
-@dataclass(frozen=True)
-class EncodeStats:
-    """Statistics of an encode (``dcr_encode_stats``)."""
-
-    bundle_size: int
-    target_size: int
-    elements: int  # elements compared (both sides present)
-    changed_elements: int
-    chunks: int  # chunks examined
-    changed_chunks: int  # chunks carried in the bundle
-    chunks_by_encoding: Dict[str, int]
-    tensors_added: int
-    tensors_removed: int
-    tensors_recoded: int
-    tensors_resized: int
-    format_version: Tuple[int, int]
-
-    @classmethod
-    def _from_c(cls, s: "_lib.EncodeStatsC") -> "EncodeStats":
-        by = {name: int(s.chunks_by_encoding[i]) for i, name in enumerate(_ENCODINGS[:6])}
-        by["DELTA_CLASSED"] = int(s.chunks_delta_classed)
-        return cls(s.bundle_size, s.target_size, s.elements, s.changed_elements, s.chunks, s.changed_chunks,
-                   by, s.tensors_added, s.tensors_removed, s.tensors_recoded, s.tensors_resized,
-                   (1, int(s.format_minor)))
 
 
 def _encode_options(
@@ -148,10 +121,7 @@ def _encode_options(
     o.max_memory = max_memory
     o.unrelated = int(unrelated)
     if format is not None:
-        minors = {"1.0": 0, "1.1": 1, "1.2": 2}
-        if format not in minors:
-            raise argument_error(f"format must be '1.0', '1.1' or '1.2', not {format!r}")
-        o.max_minor = minors[format]
+        o.max_minor = max_minor(format)
     return o, keep
 
 

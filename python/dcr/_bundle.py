@@ -16,6 +16,7 @@ from . import _lib
 from ._buffers import region
 from ._checkpoint import reader_limits
 from ._errors import Detail, Error, argument_error, check, error_name
+from ._http import http_options, is_url
 
 L = _lib.lib
 PathLike = Union[str, "os.PathLike[str]"]
@@ -367,11 +368,12 @@ class Bundle(_Closing):
         self.path: Optional[str] = None
         lim = reader_limits(max_memory, limits)
         d = _lib.Detail()
-        if isinstance(source, str) and source.lower().startswith(("http://", "https://")):
-            self.path = source
-            rc = self._open_url(source, lim, d, headers, http_retries, http_timeout, ca_file)
-        elif headers is not None or http_retries is not None or http_timeout is not None or ca_file is not None:
-            raise argument_error("headers, http_retries, http_timeout and ca_file are for a URL")
+        url = is_url(source)
+        http, _headers = http_options(url, headers, http_retries, http_timeout, ca_file)  # kept until opened
+        if url:
+            self.path = str(source)
+            rc = L.dcr_reader_open_url(ctypes.byref(self._reader), self.path.encode(), ctypes.byref(http),
+                                       ctypes.byref(lim), ctypes.byref(d))
         elif isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             rc = L.dcr_reader_open_file(ctypes.byref(self._reader), _path(source), ctypes.byref(lim), ctypes.byref(d))
@@ -387,34 +389,6 @@ class Bundle(_Closing):
         self._info: Optional[BundleInfo] = None
         self._tensors: Optional[List[TensorInfo]] = None
         self._chunks: Optional[List[ChunkInfo]] = None
-
-    def _open_url(
-        self,
-        url: str,
-        lim: Any,
-        d: Any,
-        headers: Optional[Mapping[str, str]],
-        retries: Optional[int],
-        timeout: Optional[int],
-        ca_file: Optional[PathLike],
-    ) -> int:
-        o = _lib.HttpOptions()
-        L.dcr_http_options_default(ctypes.byref(o))
-        lines = []
-        for k, v in (headers or {}).items():
-            if not k or any(c in k + v for c in "\r\n") or ":" in k:
-                raise argument_error(f"bad header name or value for {k!r}")
-            lines.append(f"{k}: {v}".encode())
-        arr = (ctypes.c_char_p * max(len(lines), 1))(*lines)
-        o.headers, o.header_count = arr, len(lines)
-        if retries is not None:
-            o.retries = retries
-        if timeout is not None:
-            o.timeout_s = timeout
-        if ca_file is not None:
-            o.ca_file = _path(ca_file)
-        return L.dcr_reader_open_url(ctypes.byref(self._reader), url.encode(), ctypes.byref(o), ctypes.byref(lim),
-                                     ctypes.byref(d))
 
     def select(self, *patterns: str) -> int:
         """Restricts the bundle to the tensors whose names match one of the

@@ -292,6 +292,80 @@ class CheckpointSummaryC(Structure):
     ]
 
 
+class HistoryOptions(Structure):
+    """dcr_history_options."""
+
+    _fields_ = [
+        ("threads", c_uint),
+        ("verify", c_int),
+        ("sync", c_int),
+        ("no_replace", c_int),
+        ("max_target_size", c_uint64),
+        ("container", c_int),
+        ("keyframe_every", c_uint64),
+        ("first_step", c_uint64),
+        ("run_id", c_char_p),
+        ("temp_dir", c_char_p),
+        ("cancel", POINTER(c_int)),
+        ("require_signature", c_void_p),  # const struct dcr_keyring *: not bound
+        ("max_memory", c_uint64),
+        ("reserved_", c_uint64 * 6),
+    ]
+
+
+class HistorySummaryC(Structure):
+    """dcr_history_summary."""
+
+    _fields_ = [
+        ("container", c_int),
+        ("version_major", c_uint),
+        ("version_minor", c_uint),
+        ("member_count", c_uint64),
+        ("first_step", c_uint64),
+        ("last_step", c_uint64),
+        ("keyframe_every", c_uint64),
+        ("run_id", c_char_p),
+        ("reserved_", c_uint64 * 6),
+    ]
+
+
+class HistoryMemberC(Structure):
+    """dcr_history_member."""
+
+    _fields_ = [
+        ("kind", c_int),
+        ("step", c_uint64),
+        ("name", c_char_p),
+        ("size", c_uint64),
+        ("digest", c_uint8 * 16),
+        ("base_state", c_uint8 * 16),
+        ("state", c_uint8 * 16),
+        ("meta_count", c_uint64),
+        ("directory", c_uint32),
+        ("reserved32_", c_uint32),
+        ("file_count", c_uint64),
+        ("reserved_", c_uint64 * 2),
+    ]
+
+
+class SquashOptions(Structure):
+    """dcr_squash_options."""
+
+    _fields_ = [
+        ("level", c_int),
+        ("threads", c_uint),
+        ("max_minor", c_int),
+        ("no_replace", c_int),
+        ("no_sync", c_int),
+        ("reserved32_", c_uint32),
+        ("progress", PROGRESS_FN),
+        ("progress_opaque", c_void_p),
+        ("cancel", POINTER(c_int)),
+        ("max_memory", c_uint64),
+        ("reserved_", c_uint64 * 6),
+    ]
+
+
 class HttpOptions(Structure):
     """dcr_http_options."""
 
@@ -341,6 +415,10 @@ STRUCTS = {
     "dcr_buffer": BufferC,
     "dcr_change": ChangeC,
     "dcr_checkpoint_summary": CheckpointSummaryC,
+    "dcr_history_options": HistoryOptions,
+    "dcr_history_summary": HistorySummaryC,
+    "dcr_history_member": HistoryMemberC,
+    "dcr_squash_options": SquashOptions,
     "dcr_http_options": HttpOptions,
     "dcr_fetch_stats": FetchStatsC,
 }
@@ -455,6 +533,34 @@ _F = [
     ("dcr_checkpoint_set_cancel", None, [c_void_p, POINTER(c_int)]),
     ("dcr_checkpoint_set_progress", None, [c_void_p, PROGRESS_FN, c_void_p]),
     ("dcr_checkpoint_state_id", c_int, [c_void_p, c_uint, POINTER(c_uint8 * 16), POINTER(Detail)]),
+    ("dcr_history_options_default", None, [POINTER(HistoryOptions)]),
+    ("dcr_history_open", c_int, [POINTER(c_void_p), c_char_p, POINTER(Limits), POINTER(Detail)]),
+    (
+        "dcr_history_open_url",
+        c_int,
+        [POINTER(c_void_p), c_char_p, POINTER(HttpOptions), POINTER(Limits), POINTER(Detail)],
+    ),
+    ("dcr_history_free", None, [c_void_p]),
+    ("dcr_history_info", None, [c_void_p, POINTER(HistorySummaryC)]),
+    ("dcr_history_member_get", None, [c_void_p, c_uint64, POINTER(HistoryMemberC)]),
+    ("dcr_history_member_meta", None, [c_void_p, c_uint64, c_uint64, POINTER(Meta)]),
+    ("dcr_history_find_state", c_int, [c_void_p, POINTER(c_uint8 * 16), POINTER(c_uint64), POINTER(Detail)]),
+    ("dcr_history_extract", c_int, [c_void_p, c_uint64, c_char_p, POINTER(HistoryOptions), POINTER(Detail)]),
+    ("dcr_history_verify", c_int, [c_void_p, POINTER(HistoryOptions), POINTER(Detail)]),
+    (
+        "dcr_history_create",
+        c_int,
+        [c_char_p, c_char_p, POINTER(c_char_p), c_size_t, POINTER(HistoryOptions), POINTER(Detail)],
+    ),
+    ("dcr_history_append", c_int, [c_char_p, POINTER(c_char_p), c_size_t, POINTER(HistoryOptions), POINTER(Detail)]),
+    ("dcr_history_recover", c_int, [c_char_p, POINTER(HistoryOptions), POINTER(c_int), POINTER(Detail)]),
+    ("dcr_squash_options_default", None, [POINTER(SquashOptions)]),
+    (
+        "dcr_squash",
+        c_int,
+        [POINTER(c_char_p), c_size_t, c_char_p, c_char_p, POINTER(SquashOptions), POINTER(EncodeStatsC),
+         POINTER(Detail)],
+    ),
 ]
 
 
