@@ -54,6 +54,7 @@ from ._errors import (
     IOFailure,
     OutOfMemory,
     TargetMismatchError,
+    argument_error,
     check,
     error_message,
     error_name,
@@ -109,7 +110,10 @@ def _encode_options(
     o.raw = int(raw)
     keep: List[Any] = []
     if metadata:
-        pairs = [(str(k).encode(), str(v).encode()) for k, v in metadata.items()]
+        for k, v in metadata.items():  # stored as text (SPEC.md §6.4): a number is written in decimal
+            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (str, int)):
+                raise argument_error(f"metadata is text: a str key and a str or int value, not {k!r}: {v!r}")
+        pairs = [(k.encode(), str(v).encode()) for k, v in metadata.items()]
         arr = (_lib.Meta * len(pairs))(*[_lib.Meta(k, v) for k, v in pairs])
         keep += [pairs, arr]
         o.meta = ctypes.cast(arr, ctypes.POINTER(_lib.Meta))
@@ -155,7 +159,9 @@ def encode(
         chunk_size: a power of two from 4 KiB (default 4 MiB).
         level: zstd level, 0 stores without compression (default 3).
         threads: worker threads; 0 = the CPUs this process may use.
-        metadata: key/value pairs stored in the bundle (``--meta step=1200``).
+        metadata: key/value pairs stored in the bundle as text (``--meta step=1200``):
+            str keys, str or int values (an int is written in decimal, and
+            :attr:`Bundle.metadata` gives it back as a str; :attr:`Bundle.step` as a number).
         max_memory: memory budget for reading the inputs' headers (0: 1 GiB).
         unrelated: encode inputs that share no tensor name.
         format: the newest format the bundle may need, "1.0", "1.1" or "1.2"

@@ -520,7 +520,10 @@ class Bundle(_Closing):
 
     @property
     def metadata(self) -> Dict[str, str]:
-        """The bundle's metadata pairs (``--meta step=1200``), in key order."""
+        """The bundle's metadata pairs (``--meta step=1200``), in key order. The
+        format stores keys and values as text (SPEC.md §6.4): ``encode(metadata=
+        {"step": 7})`` reads back as ``{"step": "7"}``; :attr:`step` gives the
+        standard key as a number."""
         m = _lib.Meta()
         r = self._r()
         out: Dict[str, str] = {}
@@ -528,6 +531,20 @@ class Bundle(_Closing):
             L.dcr_reader_meta(r, i, ctypes.byref(m))
             out[(m.key or b"").decode()] = (m.value or b"").decode()
         return out
+
+    @property
+    def step(self) -> Optional[int]:
+        """The ``step`` metadata (SPEC.md §6.4.1) as a number, None where the bundle
+        has none. A value the standard does not allow (a sign, leading zeros, 2**53
+        or more) raises :class:`dcr.ArgumentError`: a bundle with it is still valid,
+        but its step cannot be used."""
+        value = self.metadata.get("step")
+        if value is None:
+            return None
+        if not (value.isascii() and value.isdigit()) or (value[0] == "0" and value != "0") or int(value) >= 2**53:
+            raise argument_error(f"the bundle's step metadata {value!r} is not a decimal integer below 2**53 "
+                                 "without sign or leading zeros (SPEC.md §6.4.1)")
+        return int(value)
 
     @property
     def sections(self) -> List[SectionInfo]:

@@ -3,6 +3,8 @@ encode` are the same bytes and apply the same way, in memory and to files, at
 every verification level; descriptions agree with `dcr inspect --json`."""
 
 import os
+import struct
+import sys
 
 import pytest
 from conftest import cli, cli_json, read
@@ -205,3 +207,35 @@ def test_state_id_is_dcr_id(pairs, pair):
         assert dcr.state_id(path, raw=raw) == want
         if not raw:
             assert dcr.state_id(file_tensors(path)) == want
+
+
+def test_metadata_is_text_and_step_a_number(pairs, tmp_path):
+    # The format stores metadata as text (SPEC.md §6.4): an int goes in as its
+    # decimal digits and comes back as a str; Bundle.step reads the standard key.
+    base, target = pairs["synth"]
+    dcr.encode(base, target, tmp_path / "s.dcr", metadata={"step": 7, "run_id": "r"})
+    with dcr.Bundle(tmp_path / "s.dcr") as b:
+        assert b.metadata == {"run_id": "r", "step": "7"} and b.step == 7
+    dcr.encode(base, target, tmp_path / "n.dcr")
+    with dcr.Bundle(tmp_path / "n.dcr") as b:
+        assert b.metadata == {} and b.step is None
+    for bad in (7.0, True, None, [7]):
+        with pytest.raises(dcr.ArgumentError, match="metadata is text"):
+            dcr.encode(base, target, tmp_path / "x.dcr", metadata={"note": bad})
+    assert not os.path.exists(tmp_path / "x.dcr")
+    dcr.encode(base, target, tmp_path / "big.dcr", metadata={"step": 2**53 - 1})
+    with dcr.Bundle(tmp_path / "big.dcr") as b:
+        assert b.step == 2**53 - 1
+    with pytest.raises(dcr.Error, match="DCR_E_ARGUMENT"):  # the library checks what it writes
+        dcr.encode(base, target, tmp_path / "y.dcr", metadata={"step": "07"})
+    # a bundle that another writer gave a step the standard does not allow is
+    # valid (metadata never changes what it does), but its step is refused
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+    import mkresourcevectors as mk  # writes bundles from SPEC.md alone
+    for value in (b"07", b"-1", b"9007199254740992", b"\xd9\xa3"):
+        pair = struct.pack("<H", 4) + b"step" + struct.pack("<I", len(value)) + value
+        data = mk.empty_bundle([mk.section(b"META", struct.pack("<I", 1) + pair, critical=False)])
+        with dcr.Bundle(data) as b:
+            assert b.metadata == {"step": value.decode()}
+            with pytest.raises(dcr.ArgumentError, match="step metadata"):
+                b.step
