@@ -120,6 +120,45 @@ else
   else notok "README: command table:$bad"; fi
 fi
 
+# 3b. The keys of 'dcr validate --json' against the README's key table (the rows
+# after "dcr validate --json" prints), its checks row and its stage table: a run
+# that reports an error (a signature required of an unsigned bundle) and one that
+# passes every stage (--base, --target, a signed bundle).
+if (cd "$W" && "$DCR" synth a.st b.st --size 256K -q && "$DCR" encode a.st b.st -o s.dcr -q &&
+    cp s.dcr u.dcr && "$DCR" keygen k >/dev/null 2>&1 && "$DCR" sign s.dcr --key k.key --base a.st --target b.st -q &&
+    { "$DCR" validate u.dcr --json --require-signature k.pub >v1.json; [ $? = 1 ]; } &&
+    "$DCR" validate s.dcr --json --require-signature k.pub --base a.st --target b.st >v2.json); then
+  out=$(python3 - "$README" "$W/v1.json" "$W/v2.json" <<'PY'
+import json, re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+def table_after(marker, start=0):  # the markdown table at marker, up to its blank line
+    at = text.index(marker, start)
+    return text[at:].split("\n\n", 1)[0]
+table = dict(re.findall(r"^\| `([a-z_\[\].]+)` \| [a-z ]+ \| (.*) \|$",
+                        table_after("| key | type | meaning |", text.index("`dcr validate --json` prints")), re.M))
+stages = set(re.findall(r"^\| `([a-z]+)` \| ", table_after("| stage | what |"), re.M))
+runs = [json.load(open(p)) for p in sys.argv[2:]]
+have = {k for r in runs for k in r} | {"errors[]." + k for r in runs for e in r["errors"] for k in e}
+bad = ["%s: in --json, not in the table" % k for k in sorted(have - set(table))]
+bad += ["%s: in the table, not in --json" % k for k in sorted(set(table) - have)]
+for r in runs:
+    for k in r["checks"]:
+        if "`%s`" % k not in table.get("checks", ""):
+            bad.append("checks.%s: not in the checks row" % k)
+        if k not in stages:
+            bad.append("stage %s: not in the stage table" % k)
+    for e in r["errors"]:
+        if "`%s`" % e["stage"] not in table.get("errors[].stage", ""):
+            bad.append("stage %s: not in the errors[].stage row" % e["stage"])
+print("; ".join(bad))
+PY
+)
+  if [ -z "$out" ]; then ok "README: the keys and stages of 'dcr validate --json' are its table's"
+  else notok "README: dcr validate --json: $out"; fi
+else
+  notok "README: could not make the bundles for the 'dcr validate --json' check"
+fi
+
 # 4. 'dcr help': a command's help, and an unknown command is a usage error.
 "$DCR" help encode >"$W/a" 2>&1; rc1=$?
 "$DCR" encode --help >"$W/b" 2>&1
