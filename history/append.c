@@ -56,8 +56,11 @@ int dcr__happend_parse(dcr__happend *j, const uint8_t *b, size_t n, dcr_detail *
       j->index_length != n - DCR__APPEND_HEADER - 8)
     return dcr__fail(d, DCR_E_JOURNAL, "the append journal keeps an index slot of %llu bytes in %zu bytes",
                      (unsigned long long)j->index_length, n);
-  uint64_t index_end = j->index_offset + j->index_length; /* both bounded: no overflow */
-  if (j->index_offset < 512 || j->index_offset % 512 || j->members_end % 512 || j->members_end < index_end ||
+  /* index_length is bounded above, index_offset is not: a slot that would end
+   * past 2^64 ends past members_end, which is what the rule refuses. */
+  int wraps = j->index_offset > UINT64_MAX - j->index_length;
+  uint64_t index_end = wraps ? UINT64_MAX : j->index_offset + j->index_length;
+  if (wraps || j->index_offset < 512 || j->index_offset % 512 || j->members_end % 512 || j->members_end < index_end ||
       j->tail_offset != tail_start(index_end, j->members_end) || j->archive_size < j->members_end ||
       j->archive_size - j->members_end > DCR__APPEND_ZEROS_MAX)
     return dcr__fail(d, DCR_E_JOURNAL, "the append journal's offsets do not describe a tar archive (index at "

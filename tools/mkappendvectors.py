@@ -112,6 +112,12 @@ def main():
     def rejournal(**kw):
         return journal(a, index_offset, slot, members_end, **kw)
 
+    WRAP = (1 << 64) - 512
+
+    def tail_of(offset):  # the tail rule with the slot's end taken modulo 2^64
+        end = (offset + slot) % (1 << 64)
+        return members_end - TAIL_MAX if members_end - end > TAIL_MAX else end
+
     def damaged(at, value):
         x = bytearray(j)
         x[at] = value
@@ -152,6 +158,10 @@ def main():
          "index_length says 512 bytes fewer than the journal keeps"),
         ("journal/unaligned", b, rejournal(fields={"members_end": members_end - 1}), None, "DCR_E_JOURNAL",
          ["R-HIS-12"], "members_end is not a multiple of 512"),
+        ("journal/offset-wraps", b, rejournal(fields={"index_offset": WRAP, "tail_offset": tail_of(WRAP)}), None,
+         "DCR_E_JOURNAL", ["R-HIS-12"], "index_offset is 2^64 - 512: the slot's end is past 2^64, so members_end is "
+         "not at least the slot's end (a reader that adds in 64 bits wraps to a small end; tail_offset is the one "
+         "that wrapped end would give)"),
         ("journal/tail-offset", b, rejournal(fields={"tail_offset": index_offset + slot + 512}), None,
          "DCR_E_JOURNAL", ["R-HIS-12"], "tail_offset is not the one the rule gives"),
         ("journal/size-below-end", b, rejournal(fields={"archive_size": members_end - 512}), None, "DCR_E_JOURNAL",
