@@ -181,7 +181,8 @@ def encode(
             unsigned: it is written to a private directory beside a path ``out``
             (in TMPDIR for a file object), signed there, then renamed into place
             (or copied to the file object); a failed sign leaves ``out`` as it
-            was. This is two passes: signing reads the bundle, the base and the
+            was (a killed process may leave the directory, ``.dcr-sign-*``, but
+            never an unsigned ``out``). This is two passes: signing reads the bundle, the base and the
             target again and hashes them with SHA-256, which on a 64 MiB pair
             from ``dcr synth`` (2 CPUs) took the encode from 0.19 s to 0.33-0.38 s
             (medians of 3 runs): +77-99%. Computing the digests during the
