@@ -8,15 +8,17 @@ import os
 import threading
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, Union
 
 import numpy as np
 
 from . import _lib
 from ._buffers import region
+from ._closing import _Closing
 from ._checkpoint import reader_limits
 from ._errors import Detail, Error, argument_error, check, error_name
 from ._http import http_options, is_url
+from ._signing import Keys, SignatureResult, trusted, verify_reader
 
 L = _lib.lib
 PathLike = Union[str, "os.PathLike[str]"]
@@ -294,29 +296,6 @@ class _Callbacks:
 # ---- the bundle -------------------------------------------------------------------
 
 
-_T = TypeVar("_T", bound="_Closing")
-
-
-class _Closing:
-    """What owns a libdcr object: closed by close(), by a with block, or when
-    collected."""
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self: _T) -> _T:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
 class Bundle(_Closing):
     """An open DCR bundle.
 
@@ -348,6 +327,14 @@ class Bundle(_Closing):
         http_timeout: for a URL, seconds a transfer may receive nothing before it is
             retried (30).
         ca_file: for an https URL, PEM CA certificates (default: the system's).
+        require_signature: trusted public keys (a list of key files, as ``dcr
+            keygen`` writes NAME.pub, or a :class:`dcr.Keyring`): the bundle must
+            be signed by one of them (SPEC.md §20.4), checked by the reader this
+            object then applies from, on the bytes it holds (the file, the
+            buffer, or the URL's, fetched whole for it), before any chunk is
+            decoded. An unsigned bundle, one signed by no trusted key, or one
+            whose bytes are not what was signed raises :class:`dcr.SignatureError`
+            (DCR_E_SIGNATURE) here. See :meth:`verify_signature`.
     """
 
     def __init__(
@@ -361,6 +348,7 @@ class Bundle(_Closing):
         http_retries: Optional[int] = None,
         http_timeout: Optional[int] = None,
         ca_file: Optional[PathLike] = None,
+        require_signature: Optional[Keys] = None,
     ) -> None:
         self._reader = ctypes.c_void_p()
         self._lock = threading.RLock()
@@ -386,6 +374,12 @@ class Bundle(_Closing):
         check(rc, d)
         self._threads = threads
         L.dcr_reader_set_threads(self._reader, threads)
+        if require_signature is not None:
+            try:
+                self.verify_signature(require_signature)
+            except BaseException:
+                self.close()
+                raise
         self._info: Optional[BundleInfo] = None
         self._tensors: Optional[List[TensorInfo]] = None
         self._chunks: Optional[List[ChunkInfo]] = None
@@ -588,6 +582,35 @@ class Bundle(_Closing):
                 L.dcr_reader_set_cancel(r, None)
             cb.reraise()
             check(rc, d)
+
+    def verify_signature(self, keys: Keys) -> SignatureResult:
+        """Checks that the bundle is signed by one of ``keys`` (a list of public key
+        files or a :class:`dcr.Keyring`) and is, section by section, what was
+        signed (SPEC.md §20.4), as ``dcr verify --pubkey`` does; reads every byte
+        before the signature once (a bundle at a URL: fetches it), decodes no
+        chunk and needs no checkpoint. Returns what was found; raises
+        :class:`dcr.SignatureError` (DCR_E_SIGNATURE) naming the first failure."""
+        with self._lock:
+            return verify_reader(self._r(), keys)
+
+    def verify_signed_checkpoint(self, keys: Keys, path: PathLike, side: str = "base", *,
+                                 threads: Optional[int] = None) -> None:
+        """:meth:`verify_signature`, then that the checkpoint at ``path`` holds,
+        tensor by tensor, the bytes whose SHA-256 digests were signed as the
+        bundle's ``side`` ("base" or "target"), as ``dcr verify --base/--target``
+        does: for a checkpoint from storage others can write, which might have been
+        crafted to match the XXH3 hashes the apply checks. Reads it whole. A
+        checkpoint of other tensors raises :class:`dcr.BaseMismatchError`
+        (:class:`dcr.TargetMismatchError`); tensors with other bytes,
+        :class:`dcr.SignatureError` naming the first."""
+        sides = {"base": 0, "target": 1}
+        if side not in sides:
+            raise argument_error(f"side must be 'base' or 'target', not {side!r}")
+        with self._lock, trusted(keys) as ring:
+            d = _lib.Detail()
+            check(L.dcr_reader_verify_signed_checkpoint(self._r(), ring._handle(), _ckpt(path), sides[side],
+                                                        self._threads if threads is None else threads,
+                                                        ctypes.byref(d)), d)
 
     def validate(
         self,

@@ -127,6 +127,12 @@ class OutOfMemory(Error, MemoryError):
     """DCR_E_NOMEM: memory could not be allocated (or a budget was exceeded)."""
 
 
+class SignatureError(Error):
+    """DCR_E_SIGNATURE: a signature that a caller required is missing (an
+    unsigned or stripped bundle), by no trusted key, malformed, or over other
+    bytes than the bundle's or a checkpoint's (SPEC.md §20)."""
+
+
 class FetchError(Error, OSError):
     """DCR_E_FETCH: a bundle at a URL could not be fetched (after retries), or the
     server answered with an error; DCR_E_CHANGED (:class:`ChangedError`) is a
@@ -145,6 +151,7 @@ _BY_CODE: Dict[int, Type[Error]] = {
     22: TargetMismatchError,
     23: CheckpointError,
     24: Cancelled,
+    27: SignatureError,
     28: FetchError,
     29: ChangedError,
 }

@@ -307,7 +307,7 @@ class HistoryOptions(Structure):
         ("run_id", c_char_p),
         ("temp_dir", c_char_p),
         ("cancel", POINTER(c_int)),
-        ("require_signature", c_void_p),  # const struct dcr_keyring *: not bound
+        ("require_signature", c_void_p),  # const struct dcr_keyring *
         ("max_memory", c_uint64),
         ("reserved_", c_uint64 * 6),
     ]
@@ -366,6 +366,32 @@ class SquashOptions(Structure):
     ]
 
 
+KEY_ID_SIZE = 16  # DCR_KEY_ID_SIZE
+
+
+class SignOptions(Structure):
+    """dcr_sign_options."""
+
+    _fields_ = [
+        ("threads", c_uint),
+        ("no_sync", c_int),
+        ("cancel", POINTER(c_int)),
+        ("reserved_", c_uint64 * 8),
+    ]
+
+
+class SignatureResultC(Structure):
+    """dcr_signature_result."""
+
+    _fields_ = [
+        ("present", c_int),
+        ("signature_count", c_uint64),
+        ("verified_count", c_uint64),
+        ("key_id", c_uint8 * KEY_ID_SIZE),
+        ("reserved_", c_uint64 * 6),
+    ]
+
+
 class HttpOptions(Structure):
     """dcr_http_options."""
 
@@ -419,6 +445,8 @@ STRUCTS = {
     "dcr_history_summary": HistorySummaryC,
     "dcr_history_member": HistoryMemberC,
     "dcr_squash_options": SquashOptions,
+    "dcr_sign_options": SignOptions,
+    "dcr_signature_result": SignatureResultC,
     "dcr_http_options": HttpOptions,
     "dcr_fetch_stats": FetchStatsC,
 }
@@ -561,6 +589,18 @@ _F = [
         [POINTER(c_char_p), c_size_t, c_char_p, c_char_p, POINTER(SquashOptions), POINTER(EncodeStatsC),
          POINTER(Detail)],
     ),
+    ("dcr_keygen", c_int, [c_char_p, c_char_p, POINTER(c_uint8 * KEY_ID_SIZE), POINTER(Detail)]),
+    ("dcr_keyring_create", c_int, [POINTER(c_void_p), POINTER(Detail)]),
+    ("dcr_keyring_add_file", c_int, [c_void_p, c_char_p, POINTER(c_uint8 * KEY_ID_SIZE), POINTER(Detail)]),
+    ("dcr_keyring_free", None, [c_void_p]),
+    ("dcr_sign_options_default", None, [POINTER(SignOptions)]),
+    (
+        "dcr_sign_file",
+        c_int,
+        [c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, POINTER(SignOptions), POINTER(Detail)],
+    ),
+    ("dcr_reader_verify_signature", c_int, [c_void_p, c_void_p, POINTER(SignatureResultC), POINTER(Detail)]),
+    ("dcr_reader_verify_signed_checkpoint", c_int, [c_void_p, c_void_p, c_char_p, c_int, c_uint, POINTER(Detail)]),
 ]
 
 

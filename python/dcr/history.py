@@ -10,21 +10,28 @@ by number or by state id, :func:`verify` reads every member, and :func:`list` or
 :class:`Archive` give the index, from a path or an http(s) URL. Failures raise
 :class:`dcr.Error` with the library's DCR_E_ name and detail.
 
-Signatures (``require_signature``) are not bound: the package has no keyring yet.
+``require_signature=`` (on :func:`append`, :meth:`Archive.extract`,
+:meth:`Archive.verify` and the functions over them) takes trusted public keys, a
+list of key files or a :class:`dcr.Keyring`: every bundle added or read must then
+be signed by one of them, checked before it is used (DCR_E_SIGNATURE,
+:class:`dcr.SignatureError`, otherwise).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from ._bundle import Cancel, _ckpt, _Closing, _path, _verify_level
+from ._bundle import Cancel, _ckpt, _path, _verify_level
+from ._closing import _Closing
 from ._checkpoint import reader_limits
 from ._errors import argument_error, check
 from ._http import http_options, is_url
+from ._signing import Keyring, Keys, trusted
 
 __all__ = ["Archive", "Index", "Member", "create", "append", "extract", "verify", "list", "recover"]
 
@@ -93,6 +100,7 @@ def _options(
     temp_dir: Optional[PathLike] = None,
     cancel: Optional[Cancel] = None,
     max_memory: int = 0,
+    ring: Optional[Keyring] = None,
 ) -> "_lib.HistoryOptions":
     """dcr_history_options: the library's defaults with those given (each call
     names the ones that apply to it)."""
@@ -118,7 +126,20 @@ def _options(
     if cancel is not None:
         o.cancel = cancel._pointer
     o.max_memory = max_memory
+    if ring is not None:
+        o.require_signature = ring._handle()
     return o
+
+
+@contextlib.contextmanager
+def _ring(keys: Optional[Keys]) -> Iterator[Optional[Keyring]]:
+    """require_signature as the Keyring that dcr_history_options points to, alive
+    for the block (None: no signature required)."""
+    if keys is None:
+        yield None
+    else:
+        with trusted(keys) as ring:
+            yield ring
 
 
 def _paths(bundles: Sequence[PathLike]) -> Tuple[Any, int]:
@@ -236,6 +257,7 @@ class Archive(_Closing):
         replace: bool = True,
         max_target_size: int = 0,
         cancel: Optional[Cancel] = None,
+        require_signature: Optional[Keys] = None,
     ) -> int:
         """Rebuilds the checkpoint of one step at ``out`` (a file, or a directory
         for an archive of model directories) and returns the step: given by number
@@ -250,20 +272,23 @@ class Archive(_Closing):
             replace: False refuses an existing ``out``.
             max_target_size: refuse a larger checkpoint (0: no cap).
             cancel: a :class:`dcr.Cancel` token that stops it from another thread.
+            require_signature: trusted public keys (key files or a
+                :class:`dcr.Keyring`): each bundle read must be signed by one.
         """
         if (step is None) == (state is None):
             raise argument_error("give one of step= and state=")
         if state is not None:
             step = self.step_of(state)
         assert step is not None
-        o = _options(verify=verify, threads=threads, sync=sync, replace=replace, max_target_size=max_target_size,
-                     cancel=cancel)
-        d = _lib.Detail()
-        check(L.dcr_history_extract(self._handle(), step, _path(out), ctypes.byref(o), ctypes.byref(d)), d)
+        with _ring(require_signature) as ring:
+            o = _options(verify=verify, threads=threads, sync=sync, replace=replace,
+                         max_target_size=max_target_size, cancel=cancel, ring=ring)
+            d = _lib.Detail()
+            check(L.dcr_history_extract(self._handle(), step, _path(out), ctypes.byref(o), ctypes.byref(d)), d)
         return step
 
     def verify(self, *, threads: int = 0, temp_dir: Optional[PathLike] = None,
-               cancel: Optional[Cancel] = None) -> Index:
+               cancel: Optional[Cancel] = None, require_signature: Optional[Keys] = None) -> Index:
         """Reads every member: its size and digest, each bundle whole with its
         state ids and metadata as the index says, each keyframe's state id, which
         with the index's chain rules checks every link. Returns the index; raises
@@ -271,10 +296,13 @@ class Archive(_Closing):
 
         Args:
             temp_dir: where a keyframe is hashed (default TMPDIR, else /tmp).
+            require_signature: trusted public keys (key files or a
+                :class:`dcr.Keyring`): every bundle must be signed by one.
         """
-        o = _options(threads=threads, temp_dir=temp_dir, cancel=cancel)
-        d = _lib.Detail()
-        check(L.dcr_history_verify(self._handle(), ctypes.byref(o), ctypes.byref(d)), d)
+        with _ring(require_signature) as ring:
+            o = _options(threads=threads, temp_dir=temp_dir, cancel=cancel, ring=ring)
+            d = _lib.Detail()
+            check(L.dcr_history_verify(self._handle(), ctypes.byref(o), ctypes.byref(d)), d)
         return self.index
 
 
@@ -326,6 +354,7 @@ def append(
     sync: bool = True,
     max_memory: int = 0,
     cancel: Optional[Cancel] = None,
+    require_signature: Optional[Keys] = None,
 ) -> Index:
     """Adds bundles to the archive at ``path``, each the next step: its base must
     be the state the archive ends in (:class:`dcr.BaseMismatchError`), its
@@ -340,11 +369,16 @@ def append(
     Args:
         keyframe_every: a keyframe at every step that is a multiple of it, built
             from the chain (0 keeps the archive's).
+        require_signature: trusted public keys (key files or a
+            :class:`dcr.Keyring`): every bundle must be signed by one, checked
+            before the archive is touched.
     """
-    o = _options(keyframe_every=keyframe_every, threads=threads, sync=sync, max_memory=max_memory, cancel=cancel)
     arr, n = _paths(bundles)
-    d = _lib.Detail()
-    check(L.dcr_history_append(_path(path), arr, n, ctypes.byref(o), ctypes.byref(d)), d)
+    with _ring(require_signature) as ring:
+        o = _options(keyframe_every=keyframe_every, threads=threads, sync=sync, max_memory=max_memory,
+                     cancel=cancel, ring=ring)
+        d = _lib.Detail()
+        check(L.dcr_history_append(_path(path), arr, n, ctypes.byref(o), ctypes.byref(d)), d)
     return list(path)
 
 

@@ -54,3 +54,14 @@ def test_history_and_squash_structs_are_mirrored():
     bound = {"dcr_history_options", "dcr_history_summary", "dcr_history_member", "dcr_squash_options",
              "dcr_http_options", "dcr_encode_stats", "dcr_meta", "dcr_limits", "dcr_detail"}
     assert bound <= set(_lib.STRUCTS)
+
+
+def test_signing_structs_are_mirrored():
+    """The structs of the signing calls (dcr.sign, Bundle.verify_signature) are among
+    those checked field by field above, and the key id size is the header's."""
+    import re
+
+    assert {"dcr_sign_options", "dcr_signature_result"} <= set(_lib.STRUCTS)
+    with open(os.path.join(ROOT, "include", "dcr.h")) as f:
+        size = re.search(r"^#define DCR_KEY_ID_SIZE (\d+)", f.read(), re.M)
+    assert size and int(size.group(1)) == _lib.KEY_ID_SIZE

@@ -1,0 +1,247 @@
+"""Signed bundles (SPEC.md §20) from Python: keys made by dcr.keygen and read by
+the CLI and back, bundles signed by dcr.sign and by encode(sign_key=) and
+checked by the CLI, Bundle(require_signature=) refusing unsigned and
+wrongly-signed bundles at construction whether they come from a file, bytes or
+an http URL, a failed sign leaving no output, and history archives that
+require signatures."""
+
+import http.server
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+
+import pytest
+from conftest import ROOT, cli, read
+from test_http import Handler
+
+import dcr
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    """Two key pairs: "k" (made by dcr.keygen) and "other" (by dcr keygen)."""
+    d = tmp_path_factory.mktemp("keys")
+    kid = dcr.keygen(d / "k.key", d / "k.pub")
+    cli("keygen", d / "other", "-q")
+    return {"k": (str(d / "k.key"), str(d / "k.pub"), kid), "other": (str(d / "other.key"), str(d / "other.pub"))}
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory, pairs, keys):
+    """(base, target, unsigned bundle, the same signed with k by dcr.sign)."""
+    d = tmp_path_factory.mktemp("signed")
+    base, target = pairs["synth"]
+    unsigned, signed = str(d / "unsigned.dcr"), str(d / "signed.dcr")
+    dcr.encode(base, target, unsigned)
+    dcr.sign(unsigned, keys["k"][0], base=base, target=target, out=signed)
+    return base, target, unsigned, signed
+
+
+def test_keygen_key_id_is_the_files_and_the_keyrings(keys, tmp_path):
+    secret, public, kid = keys["k"]
+    assert len(kid) == 32 and read(public).decode().splitlines()[1] == kid
+    assert os.stat(secret).st_mode & 0o777 == 0o600
+    with dcr.Keyring([public]) as ring:
+        assert ring.key_ids == [kid]
+        assert ring.add(keys["other"][1]) != kid
+    with pytest.raises(dcr.IOFailure):  # never replaces a key
+        dcr.keygen(secret, tmp_path / "new.pub")
+    with pytest.raises(dcr.ArgumentError):  # a secret key is not a public one
+        dcr.Keyring([secret])
+
+
+def test_signed_bundle_is_accepted_and_applied(bundles, keys, tmp_path):
+    base, target, _, signed = bundles
+    with dcr.Bundle(signed, require_signature=[keys["k"][1]]) as b:
+        b.apply_file(base, tmp_path / "out.st")
+    assert read(str(tmp_path / "out.st")) == read(target)
+    cli("verify", signed, "--pubkey", keys["k"][1], "--base", base, "--target", target)
+
+
+def test_unsigned_bundle_is_refused_at_construction(bundles, keys):
+    with pytest.raises(dcr.SignatureError) as e:
+        dcr.Bundle(bundles[2], require_signature=[keys["k"][1]])
+    assert e.value.name == "DCR_E_SIGNATURE" and e.value.code == 27 and isinstance(e.value, dcr.Error)
+    dcr.Bundle(bundles[2]).close()  # the same bundle opens when no signature is required
+
+
+def test_bundle_signed_by_another_key_is_refused(bundles, keys):
+    with pytest.raises(dcr.SignatureError, match="DCR_E_SIGNATURE"):
+        dcr.Bundle(bundles[3], require_signature=keys["other"][1])
+    with dcr.Keyring([keys["other"][1], keys["k"][1]]) as ring:  # one of two trusted keys will do
+        dcr.Bundle(bundles[3], require_signature=ring).close()
+    with pytest.raises(dcr.ArgumentError):  # requiring no key would accept nothing
+        dcr.Bundle(bundles[3], require_signature=[])
+
+
+def test_verify_signature_result(bundles, keys, tmp_path):
+    base, target, unsigned, signed = bundles
+    with dcr.Bundle(signed) as b:
+        r = b.verify_signature([keys["k"][1]])
+        assert (r.signature_count, r.verified_count, r.key_id) == (1, 1, keys["k"][2])
+        with pytest.raises(dcr.SignatureError):
+            b.verify_signature([keys["other"][1]])
+    two = str(tmp_path / "two.dcr")
+    dcr.sign(signed, keys["other"][0], base=base, target=target, out=two)
+    with dcr.Bundle(two) as b, dcr.Keyring([keys["k"][1], keys["other"][1]]) as ring:
+        r = b.verify_signature(ring)
+        assert (r.signature_count, r.verified_count) == (2, 2)
+        assert r.key_id == min(ring.key_ids)
+        assert b.verify_signature(keys["other"][1]).verified_count == 1
+    with dcr.Bundle(unsigned) as b, pytest.raises(dcr.SignatureError):
+        b.verify_signature([keys["k"][1]])
+
+
+def test_verify_signed_checkpoint(bundles, keys):
+    base, target, _, signed = bundles
+    pub = [keys["k"][1]]
+    with dcr.Bundle(signed) as b:
+        b.verify_signed_checkpoint(pub, base)
+        b.verify_signed_checkpoint(pub, target, "target")
+        with pytest.raises(dcr.SignatureError, match="SHA-256"):  # same tensors, other bytes
+            b.verify_signed_checkpoint(pub, target, "base")
+        with pytest.raises(dcr.ArgumentError):
+            b.verify_signed_checkpoint(pub, base, "middle")
+
+
+def test_sign_refuses_a_wrong_target_and_keeps_the_bundle(bundles, keys, tmp_path):
+    base, _, unsigned, _ = bundles
+    copy = str(tmp_path / "b.dcr")
+    shutil.copy(unsigned, copy)
+    with pytest.raises(dcr.TargetMismatchError):
+        dcr.sign(copy, keys["k"][0], base=base, target=base)
+    assert read(copy) == read(unsigned)
+
+
+def test_bytes_are_checked_as_held(bundles, keys):
+    base, target, unsigned, signed = bundles
+    pub = [keys["k"][1]]
+    data = bytearray(read(signed))
+    with dcr.Bundle(data, require_signature=pub) as b:
+        weights = dcr.load_safetensors(base)
+        b.apply_to(weights)  # in place
+        want = dcr.load_safetensors(target)
+        assert set(weights) == set(want) and all(weights[n].tobytes() == want[n].tobytes() for n in want)
+    with pytest.raises(dcr.SignatureError):
+        dcr.Bundle(read(unsigned), require_signature=pub)
+    # The held bytes, not a file, are what is checked: a signature byte flipped
+    # (its section's checksum made good) passes the structure, not the signature.
+    forged = _flip_signature_byte(bytes(data))
+    dcr.Bundle(forged).close()
+    with pytest.raises(dcr.SignatureError):
+        dcr.Bundle(forged, require_signature=pub)
+
+
+def _flip_signature_byte(data: bytes) -> bytes:
+    """data with the last byte of its SIGN payload (an Ed25519 signature's)
+    changed, the section rewritten by the SPEC.md-only writer so that its
+    checksums hold."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import mkresourcevectors as mk  # writes sections from SPEC.md alone
+
+    off = 64
+    while data[off:off + 4] != b"SIGN":
+        off += -(-(32 + struct.unpack_from("<Q", data, off + 8)[0]) // 64) * 64
+    assert data[off + 6] == 0  # stored, not compressed
+    payload = bytearray(data[off + 32:off + 32 + struct.unpack_from("<Q", data, off + 8)[0]])
+    payload[-1] ^= 1
+    sect = mk.section(b"SIGN", bytes(payload), critical=False)
+    return data[:off] + sect + data[off + len(sect):]
+
+
+@pytest.fixture()
+def served():
+    """An HTTP server on the loopback interface serving Handler.body."""
+    Handler.etag, Handler.ignore_range, Handler.seen_headers = '"1"', False, []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/b.dcr"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_url_is_checked_on_the_bytes_fetched(bundles, keys, served, tmp_path):
+    base, target, unsigned, signed = bundles
+    Handler.body = read(signed)
+    with dcr.Bundle(served, require_signature=[keys["k"][1]]) as b:
+        b.apply_file(base, tmp_path / "out.st")
+    assert read(str(tmp_path / "out.st")) == read(target)
+    Handler.body = read(unsigned)
+    with pytest.raises(dcr.SignatureError):
+        dcr.Bundle(served, require_signature=[keys["k"][1]])
+
+
+def test_encode_sign_key_output_verifies(pairs, keys, tmp_path):
+    base, target = pairs["synth"]
+    out = str(tmp_path / "e.dcr")
+    stats = dcr.encode(base, target, out, sign_key=keys["k"][0], metadata={"step": 3})
+    assert os.listdir(tmp_path) == ["e.dcr"]  # the work directory is gone
+    assert stats.bundle_size < os.path.getsize(out)  # the signature came after the encode
+    cli("verify", out, "--pubkey", keys["k"][1], "--target", target)
+    with dcr.Bundle(out, require_signature=[keys["k"][1]]) as b:
+        assert b.step == 3
+    data, _ = dcr.encode_bytes(base, target, sign_key=keys["k"][0])
+    dcr.Bundle(data, require_signature=[keys["k"][1]]).close()
+    with open(tmp_path / "f.dcr", "wb") as f:
+        dcr.encode(base, target, f, sign_key=keys["k"][0])
+    cli("verify", tmp_path / "f.dcr", "--pubkey", keys["k"][1])
+
+
+def test_encode_failing_sign_leaves_no_output(pairs, keys, tmp_path):
+    base, target = pairs["synth"]
+    out = tmp_path / "e.dcr"
+    with pytest.raises(dcr.Error):
+        dcr.encode(base, target, out, sign_key=tmp_path / "missing.key")
+    assert os.listdir(tmp_path) == []
+    out.write_bytes(b"old")
+    with pytest.raises(dcr.ArgumentError):  # a public key cannot sign
+        dcr.encode(base, target, out, sign_key=keys["k"][1])
+    assert out.read_bytes() == b"old" and os.listdir(tmp_path) == ["e.dcr"]
+    with pytest.raises(dcr.IOFailure):
+        dcr.encode(base, target, out, sign_key=keys["k"][0], replace=False)
+    assert out.read_bytes() == b"old" and os.listdir(tmp_path) == ["e.dcr"]
+    dcr.encode(base, target, out, sign_key=keys["k"][0])
+    cli("verify", out, "--pubkey", keys["k"][1])
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory, keys):
+    """Checkpoints step-0000 .. step-0003 and, between them, bundles signed by k
+    (s1 .. s3), one unsigned (u3) and one signed by the other key (o3)."""
+    d = tmp_path_factory.mktemp("chain")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "mkchain.py"), str(d / "ck"), "3",
+                    "--bytes", "65536", "--seed", "4"], check=True)
+    cks = [str(d / "ck" / f"step-{i:04d}.safetensors") for i in range(4)]
+    out = {}
+    for i in range(1, 4):
+        out[f"s{i}"] = str(d / f"s{i}.dcr")
+        dcr.encode(cks[i - 1], cks[i], out[f"s{i}"], metadata={"step": i}, sign_key=keys["k"][0])
+    out["u3"], out["o3"] = str(d / "u3.dcr"), str(d / "o3.dcr")
+    dcr.encode(cks[2], cks[3], out["u3"], metadata={"step": 3})
+    dcr.encode(cks[2], cks[3], out["o3"], metadata={"step": 3}, sign_key=keys["other"][0])
+    return cks, out
+
+
+def test_history_requires_signatures(chain, keys, tmp_path):
+    cks, b = chain
+    pub = [keys["k"][1]]
+    archive = str(tmp_path / "run.tar")
+    dcr.history.create(archive, cks[0], [b["s1"]])
+    assert dcr.history.append(archive, [b["s2"]], require_signature=pub).last_step == 2
+    for refused in ("u3", "o3"):
+        before = read(archive)
+        with pytest.raises(dcr.SignatureError):
+            dcr.history.append(archive, [b[refused]], require_signature=pub)
+        assert read(archive) == before
+    assert dcr.history.verify(archive, require_signature=pub).last_step == 2
+    assert dcr.history.extract(archive, out=tmp_path / "x.st", step=2, require_signature=pub) == 2
+    assert read(str(tmp_path / "x.st")) == read(cks[2])
+    dcr.history.append(archive, [b["u3"]])  # not required: accepted
+    with pytest.raises(dcr.SignatureError):
+        dcr.history.verify(archive, require_signature=pub)
+    with dcr.history.Archive(archive) as a, dcr.Keyring(pub) as ring, pytest.raises(dcr.SignatureError):
+        a.extract(tmp_path / "y.st", step=3, require_signature=ring)
+    assert not os.path.exists(tmp_path / "y.st")
