@@ -13,7 +13,12 @@
 #                                  KIND origin (ARG: the directory served),
 #                                  origin-tls (the same over https, with a
 #                                  self-signed DIR/cert.pem made by openssl) or
-#                                  relay (ARG: the upstream's port)
+#                                  relay (ARG: the upstream's port); an origin
+#                                  sends each response at NGX_LIMIT_RATE bytes
+#                                  a second when that is set (nginx's
+#                                  limit_rate, per request; unset or 0: no
+#                                  limit), a relay fetches NGX_SLICE slices
+#                                  (default 1m; 0: whole objects)
 #   ngx_up DIR KIND ARG            picks a free port, writes the config, checks it
 #                                  with nginx -t and starts nginx; sets NGX_PORT
 #                                  (tries a few ports when one is taken meanwhile;
@@ -59,7 +64,7 @@ ngx_config() {
   sed -e "s|@DIR@|$dir|g" -e "s|@USER@|$user|g" "$NGX_LIB_DIR/nginx.conf.in" >"$dir/nginx.conf" || return 1
   case $kind in
     origin) sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$port|g" -e "s|@ROOT@|$(cd "$arg" && pwd)|g" \
-              "$NGX_LIB_DIR/origin.conf.in" >"$dir/server.conf" ;;
+              -e "s|@LIMIT_RATE@|${NGX_LIMIT_RATE:-0}|g" "$NGX_LIB_DIR/origin.conf.in" >"$dir/server.conf" ;;
     origin-tls)
       [ -s "$dir/cert.pem" ] ||
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
@@ -69,7 +74,7 @@ ngx_config() {
       sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$port|g" -e "s|@ROOT@|$(cd "$arg" && pwd)|g" \
         "$NGX_LIB_DIR/origin-tls.conf.in" >"$dir/server.conf" ;;
     relay) sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$port|g" -e "s|@UPSTREAM@|$arg|g" \
-             "$NGX_LIB_DIR/relay.conf.in" >"$dir/server.conf" ;;
+             -e "s|@SLICE@|${NGX_SLICE:-1m}|g" "$NGX_LIB_DIR/relay.conf.in" >"$dir/server.conf" ;;
     *) echo "ngx_config: unknown kind $kind" >&2; return 1 ;;
   esac
 }
