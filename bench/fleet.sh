@@ -14,14 +14,16 @@
 #
 # The fleet, on loopback:
 #   origin   stock nginx serving the published files; its egress is limited
-#            (limit_rate) to CHECKPOINT_BYTES / 10 bytes a second, so that one
-#            full checkpoint takes about 10 s to leave it: the training cluster's
-#            uplink, the slow link of the tree
-#   mid      a caching relay (proxy_cache, slice module: 1 MiB slices, one
-#            upstream fetch per slice however many ask, tests/http/relay.conf.in)
-#            in front of the origin
-#   nodes    NODES node-local caching relays in front of the mid: the workers of
-#            one node share one, so a node pulls each slice across once
+#            (limit_rate) so that one full checkpoint takes 10 s to leave it:
+#            the training cluster's uplink, the slow link of the tree
+#   mid      a caching relay (tests/http/relay.conf.in: proxy_cache with
+#            proxy_cache_lock, one upstream fetch however many ask) in front of
+#            the origin, fetching whole objects: limit_rate is per request and
+#            lets each request send its first second's worth at once, so 1 MiB
+#            slices would never be slowed
+#   nodes    NODES node-local relays (the same, caching 1 MiB slices with the
+#            slice module) in front of the mid: the workers of one node share
+#            one, so a node pulls each object from the mid once, not once a worker
 #   workers  WORKERS long-lived Python processes (bench/fleet_worker.py), worker i
 #            on node i mod NODES, each holding the weights in memory
 #
@@ -44,14 +46,14 @@
 #         dcr.load_safetensors and checks the file's dcr.state_id
 # The step's time runs from the link at the origin to the last worker's answer.
 # Reported per rate: the mean over steps of that time for each (dcr_s, full_s)
-# and their ratio, the mean of the slowest worker's own time (worker_*_s: fetch
-# and apply, or download, load and id), and from the nginx access logs the body
-# bytes the origin sent (origin_bytes_*, and origin_*_x: that over the bytes
-# published, about 1 when the tree sends each object across the slow link
-# once) and the bytes the mid relay sent to the node relays (mid_bytes_*,
-# about NODES times the published bytes). limit_rate is nginx's, per request:
-# a bundle's few slices may cross the origin's link concurrently, a full
-# checkpoint's slices cross one after the other.
+# and their ratio; the means over steps of the slowest worker's own time
+# (worker_*_s: fetch and apply, or download, load and id) and of the slowest
+# worker's first part (worker_dcr_open_s: opening the bundle, its index fetched
+# through the relays; worker_full_download_s: the download); and from the nginx
+# access logs the body bytes the origin sent (origin_bytes_*, and origin_*_x:
+# that over the bytes published, 1.00 when the tree sends each object across
+# the slow link once) and those the mid relay sent to the node relays
+# (mid_bytes_*: about NODES times the bytes published).
 #
 # Output: a markdown table, or with --json {"results": [{...}, ...]}; progress on
 # stderr. --dir keeps the work directory (pairs, logs, caches) at DIR. Exits 1 if
@@ -76,8 +78,7 @@ done
 case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/http/nginx_lib.sh"
-ngx_find
-[ -n "$NGINX" ] || { echo "fleet.sh: nginx is not installed (sh tools/deps.sh)" >&2; exit 1; }
+ngx_need fleet.sh
 [ -x "$DCR" ] || { echo "fleet.sh: no $DCR (make)" >&2; exit 1; }
 export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH} DCR_LIBRARY
 DCR_LIBRARY=$(dirname "$DCR")/libdcr.so.1
@@ -116,9 +117,7 @@ CKPT_BYTES=$(stat -c %s "r${RATE_LIST[0]}/0.st")
 # LIMIT a second: one request for the whole checkpoint takes CKPT/LIMIT - 1 s
 NGX_LIMIT_RATE=$((CKPT_BYTES / (LINK_S + 1)))
 ngx_up "$W/origin" origin "$W/www"
-# that allowance is per request, so the mid asks the origin for whole objects
-# (slices would each get one: a 1 MiB slice would never wait); its cache
-# serves the node relays' slices
+# one request an object (no slices), so that the allowance is paid once
 NGX_SLICE=0
 ngx_up "$W/mid" relay "$NGX_PORT"
 MID=$NGX_PORT
@@ -174,7 +173,7 @@ done
 
 # summary: one line a rate, from steps.log ("RATE KIND STEP BYTES T0 T1"),
 # answers.log ("RATE KIND STEP" then a worker's answer: its own seconds are field
-# 6) and the access logs (log_format dcr: the request path is field 2, the body
+# 6, its first part's field 7) and the access logs (log_format dcr: the request path is field 2, the body
 # bytes field 5)
 awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v nodes="$NODES" '
   FILENAME == "steps.log" {
@@ -185,7 +184,9 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
   }
   FILENAME == "answers.log" {
     if ($NF != "ok") bad[$1] = 1
-    if ($2 != "setup" && $6 > slow[$1, $2, $3]) slow[$1, $2, $3] = $6
+    if ($2 == "setup") next
+    if ($6 > slow[$1, $2, $3]) slow[$1, $2, $3] = $6
+    if ($7 > part[$1, $2, $3]) part[$1, $2, $3] = $7
     next
   }
   {
@@ -199,7 +200,10 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
     }
     for (i = 1; i <= nr; i++) {
       r = order[i]
-      for (key in slow) { split(key, q, SUBSEP); if (q[1] == r) ws[r, q[2]] += slow[key] / steps }
+      for (key in slow) {
+        split(key, q, SUBSEP)
+        if (q[1] == r) { ws[r, q[2]] += slow[key] / steps; wp[r, q[2]] += part[key] / steps }
+      }
       v = bad[r] ? "false" : "true"
       od = bytes["origin", r, "dcr"]; of = bytes["origin", r, "full"]
       if (json) {
@@ -208,6 +212,7 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
         printf "\"origin_bytes_dcr\": %d, \"origin_bytes_full\": %d, \"origin_dcr_x\": %.2f, \"origin_full_x\": %.2f, ", od, of, od / pub[r, "dcr"], of / pub[r, "full"]
         printf "\"mid_bytes_dcr\": %d, \"mid_bytes_full\": %d, ", bytes["mid", r, "dcr"], bytes["mid", r, "full"]
         printf "\"worker_dcr_s\": %.3f, \"worker_full_s\": %.3f, ", ws[r, "dcr"], ws[r, "full"]
+        printf "\"worker_dcr_open_s\": %.3f, \"worker_full_download_s\": %.3f, ", wp[r, "dcr"], wp[r, "full"]
         printf "\"dcr_steps_s\": [%s], \"full_steps_s\": [%s], ", list[r, "dcr"], list[r, "full"]
         printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d}", size, workers, nodes, steps
       } else {

@@ -9,6 +9,8 @@
 #                                  an NGINX already set is kept if executable)
 #   ngx_require                    ngx_find, and without nginx prints a test
 #                                  script's skip lines and exits 0
+#   ngx_need NAME                  ngx_find, and without nginx says so as NAME
+#                                  (a benchmark) and exits 1
 #   ngx_config DIR KIND PORT ARG   writes DIR/nginx.conf and DIR/server.conf:
 #                                  KIND origin (ARG: the directory served),
 #                                  origin-tls (the same over https, with a
@@ -47,6 +49,11 @@ ngx_require() {
     echo "0 passed, 0 failed (skipped)"
     exit 0
   fi
+}
+
+ngx_need() {
+  ngx_find
+  [ -n "$NGINX" ] || { echo "$1: nginx is not installed (sh tools/deps.sh)" >&2; exit 1; }
 }
 
 # free_port: a port nothing listens on now (the kernel's pick for port 0)
