@@ -4,12 +4,12 @@
 # verified, with dcr bundles against full checkpoints through the same relays.
 #
 #   bash bench/fleet.sh [DCR] [--size 256M] [--workers 4] [--nodes 2]
-#                       [--rates 0.01,0.03] [--steps 2] [--json] [--dir DIR]
+#                       [--rates 0.01,0.03] [--steps 2] [--warm] [--json] [--dir DIR]
 #
 # Needs: `make` (DCR, default build/dcr, and the libdcr.so.1 beside it), nginx
 # and Debian's python3 with numpy (sh tools/deps.sh installs both; PYTHON names
 # another interpreter, default /usr/bin/python3 as `make python-test` uses),
-# bash and this machine's loopback interface. The Python package is used from
+# bash, curl (--warm) and this machine's loopback interface. The Python package is used from
 # python/ of this tree, bound to DCR's libdcr.so.1.
 #
 # The fleet, on loopback:
@@ -45,6 +45,11 @@
 #         safetensors file from its node relay to disk, loads it with
 #         dcr.load_safetensors and checks the file's dcr.state_id
 # The step's time runs from the link at the origin to the last worker's answer.
+# --warm: the publisher pulls the step's file through the tree before telling
+# the workers (one GET at the mid, then one at each node relay at once), inside
+# the step's time; the workers then find it cached. Without it the workers pull
+# it cold, and concurrent misses wait on a relay's cache lock, which nginx
+# checks every 500 ms: up to 0.5 s at each of the two levels.
 # Reported per rate: the mean over steps of that time for each (dcr_s, full_s)
 # and their ratio; the means over steps of the slowest worker's own time
 # (worker_*_s: fetch and apply, or download, load and id) and of the slowest
@@ -53,14 +58,14 @@
 # access logs the body bytes the origin sent (origin_bytes_*, and origin_*_x:
 # that over the bytes published, 1.00 when the tree sends each object across
 # the slow link once) and those the mid relay sent to the node relays
-# (mid_bytes_*: about NODES times the bytes published).
+# (mid_bytes_*: about NODES times the bytes published, NODES + 1 with --warm).
 #
 # Output: a markdown table, or with --json {"results": [{...}, ...]}; progress on
 # stderr. --dir keeps the work directory (pairs, logs, caches) at DIR. Exits 1 if
 # a worker failed a step (verified false).
 set -eu
 DCR=build/dcr
-SIZE=256M WORKERS=4 NODES=2 RATES=0.01,0.03 STEPS=2 JSON=0 DIR=
+SIZE=256M WORKERS=4 NODES=2 RATES=0.01,0.03 STEPS=2 WARM=0 JSON=0 DIR=
 LINK_S=10 # seconds one full checkpoint takes to leave the origin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -70,6 +75,7 @@ while [ $# -gt 0 ]; do
     --rates) RATES=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --json) JSON=1; shift ;;
+    --warm) WARM=1; shift ;;
     --dir) DIR=$2; shift 2 ;;
     -*) echo "fleet.sh: unknown option $1" >&2; exit 2 ;;
     *) DCR=$1; shift ;;
@@ -153,6 +159,17 @@ tell() {
   done
 }
 
+# warm NAME: GETs NAME at the mid relay, then at every node relay at once
+warm() {
+  local port pids=() p
+  curl -sSf -o /dev/null "http://127.0.0.1:$MID/$1"
+  for port in "${NODE_PORTS[@]}"; do
+    curl -sSf -o /dev/null "http://127.0.0.1:$port/$1" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+}
+
 for rate in "${RATE_LIST[@]}"; do
   tell "$rate setup 0" "load $W/r$rate/0.st"
   for kind in dcr full; do
@@ -163,6 +180,7 @@ for rate in "${RATE_LIST[@]}"; do
       id=$(cat "r$rate/$state.id")
       t0=$EPOCHREALTIME
       ln "$file" "www/$name"
+      [ "$WARM" = 0 ] || warm "$name"
       tell "$rate $kind $step" "$kind http://127.0.0.1:@PORT@/$name $id"
       t1=$EPOCHREALTIME
       echo "$rate $kind $step $(stat -c %s "$file") $t0 $t1" >>steps.log
@@ -175,7 +193,7 @@ done
 # answers.log ("RATE KIND STEP" then a worker's answer: its own seconds are field
 # 6, its first part's field 7) and the access logs (log_format dcr: the request path is field 2, the body
 # bytes field 5)
-awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v nodes="$NODES" '
+awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v nodes="$NODES" -v warm="$WARM" '
   FILENAME == "steps.log" {
     if (!(($1) in seen)) { seen[$1] = 1; order[++nr] = $1 }
     t[$1, $2] += ($6 - $5) / steps; pub[$1, $2] += $4
@@ -214,7 +232,7 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
         printf "\"worker_dcr_s\": %.3f, \"worker_full_s\": %.3f, ", ws[r, "dcr"], ws[r, "full"]
         printf "\"worker_dcr_open_s\": %.3f, \"worker_full_download_s\": %.3f, ", wp[r, "dcr"], wp[r, "full"]
         printf "\"dcr_steps_s\": [%s], \"full_steps_s\": [%s], ", list[r, "dcr"], list[r, "full"]
-        printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d}", size, workers, nodes, steps
+        printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d, \"warm\": %s}", size, workers, nodes, steps, warm ? "true" : "false"
       } else {
         printf "| %s | %.2f | %.2f | %.1fx | %s | %d | %.2f | %.2f | %d (%.2f) | %d (%.2f) |\n", r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v, pub[r, "dcr"] / steps, ws[r, "dcr"], ws[r, "full"], od, od / pub[r, "dcr"], of, of / pub[r, "full"]
       }
