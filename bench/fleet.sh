@@ -9,8 +9,8 @@
 # Needs: `make` (DCR, default build/dcr, and the libdcr.so.1 beside it), nginx
 # and Debian's python3 with numpy (sh tools/deps.sh installs both; PYTHON names
 # another interpreter, default /usr/bin/python3 as `make python-test` uses),
-# bash, curl (--warm) and this machine's loopback interface. The Python package is used from
-# python/ of this tree, bound to DCR's libdcr.so.1.
+# bash, curl (--warm) and this machine's loopback interface. The Python package
+# is used from python/ of this tree, bound to DCR's libdcr.so.1.
 #
 # The fleet, on loopback:
 #   origin   stock nginx serving the published files; its egress is limited
@@ -124,10 +124,8 @@ CKPT_BYTES=$(stat -c %s "r${RATE_LIST[0]}/0.st")
 NGX_LIMIT_RATE=$((CKPT_BYTES / (LINK_S + 1)))
 ngx_up "$W/origin" origin "$W/www"
 # one request an object (no slices), so that the allowance is paid once
-NGX_SLICE=0
-ngx_up "$W/mid" relay "$NGX_PORT"
+NGX_SLICE=0 ngx_up "$W/mid" relay "$NGX_PORT"
 MID=$NGX_PORT
-NGX_SLICE=1m
 NODE_PORTS=()
 for n in $(seq 0 $((NODES - 1))); do
   ngx_up "$W/node$n" relay "$MID"
@@ -146,13 +144,16 @@ for i in $(seq 0 $((WORKERS - 1))); do
 done
 say "$WORKERS workers on $NODES nodes; origin limited to $NGX_LIMIT_RATE bytes/s ($CKPT_BYTES-byte checkpoint in ${LINK_S} s)"
 
-# tell LINE: sends worker i the line LINE with @PORT@ its node relay's port, then
+# tell TAG LINE: sends worker i the line LINE with @PORT@ its node relay's port, then
 # waits for every worker's answer; appends them to answers.log under TAG
 tell() {
   local tag=$1 line=$2 i answer
   for i in "${!CMD[@]}"; do
     echo "${line//@PORT@/${NODE_PORTS[i % NODES]}}" >&"${CMD[i]}"
   done
+  # bash runs the INT/TERM trap once read returns: an interrupt stops the run
+  # after the step in flight (shorter read timeouts, polled, crashed bash 5.2
+  # when the trap exits)
   for _ in "${CMD[@]}"; do
     read -r -t 600 -u "$DONE" answer || { say "no answer from a worker in 600 s"; exit 1; }
     echo "$tag $answer" >>answers.log
@@ -175,8 +176,10 @@ for rate in "${RATE_LIST[@]}"; do
   for kind in dcr full; do
     for step in $(seq "$STEPS"); do
       state=$((step % 2))
-      file=r$rate/$state.$([ "$kind" = dcr ] && echo dcr || echo st)
-      name=r$rate-step$step.$([ "$kind" = dcr ] && echo dcr || echo safetensors)
+      case $kind in
+        dcr) file=r$rate/$state.dcr name=r$rate-step$step.dcr ;;
+        full) file=r$rate/$state.st name=r$rate-step$step.safetensors ;;
+      esac
       id=$(cat "r$rate/$state.id")
       t0=$EPOCHREALTIME
       ln "$file" "www/$name"
