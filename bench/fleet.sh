@@ -90,7 +90,8 @@ export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH} DCR_LIBRARY
 DCR_LIBRARY=$(dirname "$DCR")/libdcr.so.1
 # a worker that cannot start would leave this script waiting on its FIFO
 PYTHON=${PYTHON:-/usr/bin/python3}
-"$PYTHON" -c 'import dcr' || { echo "fleet.sh: python3 cannot import dcr (needs numpy: sh tools/deps.sh)" >&2; exit 1; }
+"$PYTHON" -c 'import dcr' ||
+  { echo "fleet.sh: $PYTHON cannot import dcr with $DCR_LIBRARY (numpy: sh tools/deps.sh; the library: make)" >&2; exit 1; }
 W=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dcr-bench-fleet.XXXXXX")}
 mkdir -p "$W/www"
 W=$(cd "$W" && pwd)
