@@ -33,8 +33,7 @@ done
 case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/http/nginx_lib.sh"
-ngx_find
-[ -n "$NGINX" ] || { echo "http.sh: nginx is not installed (sh tools/deps.sh)" >&2; exit 1; }
+ngx_need http.sh
 W=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dcr-bench-http.XXXXXX")}
 mkdir -p "$W/www"
 cleanup() {

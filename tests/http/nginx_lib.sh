@@ -9,11 +9,18 @@
 #                                  an NGINX already set is kept if executable)
 #   ngx_require                    ngx_find, and without nginx prints a test
 #                                  script's skip lines and exits 0
+#   ngx_need NAME                  ngx_find, and without nginx says so as NAME
+#                                  (a benchmark) and exits 1
 #   ngx_config DIR KIND PORT ARG   writes DIR/nginx.conf and DIR/server.conf:
 #                                  KIND origin (ARG: the directory served),
 #                                  origin-tls (the same over https, with a
 #                                  self-signed DIR/cert.pem made by openssl) or
-#                                  relay (ARG: the upstream's port)
+#                                  relay (ARG: the upstream's port); an origin
+#                                  sends each response at NGX_LIMIT_RATE bytes
+#                                  a second when that is set (nginx's
+#                                  limit_rate, per request; unset or 0: no
+#                                  limit), a relay fetches NGX_SLICE slices
+#                                  (default 1m; 0: whole objects)
 #   ngx_up DIR KIND ARG            picks a free port, writes the config, checks it
 #                                  with nginx -t and starts nginx; sets NGX_PORT
 #                                  (tries a few ports when one is taken meanwhile;
@@ -44,6 +51,11 @@ ngx_require() {
   fi
 }
 
+ngx_need() {
+  ngx_find
+  [ -n "$NGINX" ] || { echo "$1: nginx is not installed (sh tools/deps.sh)" >&2; exit 1; }
+}
+
 # free_port: a port nothing listens on now (the kernel's pick for port 0)
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -59,7 +71,7 @@ ngx_config() {
   sed -e "s|@DIR@|$dir|g" -e "s|@USER@|$user|g" "$NGX_LIB_DIR/nginx.conf.in" >"$dir/nginx.conf" || return 1
   case $kind in
     origin) sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$port|g" -e "s|@ROOT@|$(cd "$arg" && pwd)|g" \
-              "$NGX_LIB_DIR/origin.conf.in" >"$dir/server.conf" ;;
+              -e "s|@LIMIT_RATE@|${NGX_LIMIT_RATE:-0}|g" "$NGX_LIB_DIR/origin.conf.in" >"$dir/server.conf" ;;
     origin-tls)
       [ -s "$dir/cert.pem" ] ||
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
@@ -69,7 +81,7 @@ ngx_config() {
       sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$port|g" -e "s|@ROOT@|$(cd "$arg" && pwd)|g" \
         "$NGX_LIB_DIR/origin-tls.conf.in" >"$dir/server.conf" ;;
     relay) sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$port|g" -e "s|@UPSTREAM@|$arg|g" \
-             "$NGX_LIB_DIR/relay.conf.in" >"$dir/server.conf" ;;
+             -e "s|@SLICE@|${NGX_SLICE:-1m}|g" "$NGX_LIB_DIR/relay.conf.in" >"$dir/server.conf" ;;
     *) echo "ngx_config: unknown kind $kind" >&2; return 1 ;;
   esac
 }

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# fleet.sh - refitting a fleet of rollout workers (issue #34): per-step latency
+# from publishing a step at an origin to every worker holding the new weights,
+# verified, with dcr bundles against full checkpoints through the same relays.
+#
+#   bash bench/fleet.sh [DCR] [--size 256M] [--workers 4] [--nodes 2]
+#                       [--rates 0.01,0.03] [--steps 2] [--warm] [--json] [--dir DIR]
+#
+# Needs: `make` (DCR, default build/dcr, and the libdcr.so.1 beside it), nginx
+# and Debian's python3 with numpy (sh tools/deps.sh installs both; PYTHON names
+# another interpreter, default /usr/bin/python3 as `make python-test` uses),
+# bash, curl (--warm) and this machine's loopback interface. The Python package
+# is used from python/ of this tree, bound to DCR's libdcr.so.1.
+#
+# The fleet, on loopback:
+#   origin   stock nginx serving the published files; its egress is limited
+#            (limit_rate) so that one full checkpoint takes 10 s to leave it:
+#            the training cluster's uplink, the slow link of the tree
+#   mid      a caching relay (tests/http/relay.conf.in: proxy_cache with
+#            proxy_cache_lock, one upstream fetch however many ask) in front of
+#            the origin, fetching whole objects: limit_rate is per request and
+#            lets each request send its first second's worth at once, so 1 MiB
+#            slices would never be slowed
+#   nodes    NODES node-local relays (the same, caching 1 MiB slices with the
+#            slice module) in front of the mid: the workers of one node share
+#            one, so a node pulls each object from the mid once, not once a worker
+#   workers  WORKERS long-lived Python processes (bench/fleet_worker.py), worker i
+#            on node i mod NODES, each holding the weights in memory
+#
+# For each rate the publisher (this script) makes a pair with `dcr synth` (state 0,
+# and state 1 with about RATE of the BF16 values changed) and encodes both
+# directions, so that steps chain: step k takes state k-1 to state k, the odd steps
+# 0 -> 1, the even ones back 1 -> 0 (as many values change), and the state each
+# worker holds is always the bundle's base. Everything is made before timing; a
+# step is published by linking its file into the origin's directory under a new
+# name (rR-stepK.dcr, rR-stepK.safetensors: no relay has it cached). Per step:
+#   dcr   the workers are loaded with state 0 (untimed), then told the bundle's
+#         URL at their node relay: dcr.Bundle(URL).apply_to(weights,
+#         verify="full") fetches the index and the changed chunks by range
+#         requests and patches the arrays held; "full" checks every tensor's base
+#         hash before writing and its target hash after, which proves the weights
+#         are the bundle's target state, and the worker checks that state is the
+#         step's (the id `dcr id` gives the publisher's file)
+#   full  the same states as whole checkpoints: each worker downloads the
+#         safetensors file from its node relay to disk, loads it with
+#         dcr.load_safetensors and checks the file's dcr.state_id
+# The step's time runs from the link at the origin to the last worker's answer.
+# --warm: the publisher pulls the step's file through the tree before telling
+# the workers (one GET at the mid, then one at each node relay at once), inside
+# the step's time; the workers then find it cached. Without it the workers pull
+# it cold, and concurrent misses wait on a relay's cache lock, which nginx
+# checks every 500 ms: up to 0.5 s at each of the two levels.
+# Reported per rate: the mean over steps of that time for each (dcr_s, full_s)
+# and their ratio; the means over steps of the slowest worker's own time
+# (worker_*_s: fetch and apply, or download, load and id) and of the slowest
+# worker's first part (worker_dcr_open_s: opening the bundle, its index fetched
+# through the relays; worker_full_download_s: the download); and from the nginx
+# access logs the body bytes the origin sent (origin_bytes_*, and origin_*_x:
+# that over the bytes published, 1.00 when the tree sends each object across
+# the slow link once) and those the mid relay sent to the node relays
+# (mid_bytes_*: about NODES times the bytes published, NODES + 1 with --warm).
+#
+# Output: a markdown table, or with --json {"results": [{...}, ...]}; progress on
+# stderr. --dir keeps the work directory (pairs, logs, caches) at DIR. Exits 1 if
+# a worker failed a step (verified false).
+set -eu
+DCR=build/dcr
+SIZE=256M WORKERS=4 NODES=2 RATES=0.01,0.03 STEPS=2 WARM=0 JSON=0 DIR=
+LINK_S=10 # seconds one full checkpoint takes to leave the origin
+while [ $# -gt 0 ]; do
+  case $1 in
+    --size) SIZE=$2; shift 2 ;;
+    --workers) WORKERS=$2; shift 2 ;;
+    --nodes) NODES=$2; shift 2 ;;
+    --rates) RATES=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --json) JSON=1; shift ;;
+    --warm) WARM=1; shift ;;
+    --dir) DIR=$2; shift 2 ;;
+    -*) echo "fleet.sh: unknown option $1" >&2; exit 2 ;;
+    *) DCR=$1; shift ;;
+  esac
+done
+case $DCR in /*) ;; *) DCR=$PWD/$DCR ;; esac
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/http/nginx_lib.sh"
+ngx_need fleet.sh
+[ -x "$DCR" ] || { echo "fleet.sh: no $DCR (make)" >&2; exit 1; }
+export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH} DCR_LIBRARY
+DCR_LIBRARY=$(dirname "$DCR")/libdcr.so.1
+# a worker that cannot start would leave this script waiting on its FIFO
+PYTHON=${PYTHON:-/usr/bin/python3}
+"$PYTHON" -c 'import dcr' ||
+  { echo "fleet.sh: $PYTHON cannot import dcr with $DCR_LIBRARY (numpy: sh tools/deps.sh; the library: make)" >&2; exit 1; }
+W=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dcr-bench-fleet.XXXXXX")}
+mkdir -p "$W/www"
+W=$(cd "$W" && pwd)
+WORKER_PIDS=()
+cleanup() {
+  local p
+  # a worker may be busy with a step (after an interrupt): kill rather than ask
+  for p in "${WORKER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${WORKER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  ngx_stop_all
+  [ -n "$DIR" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cd "$W"
+say() { echo "fleet.sh: $*" >&2; }
+
+IFS=', ' read -r -a RATE_LIST <<<"$RATES"
+for rate in "${RATE_LIST[@]}"; do
+  say "rate $rate: a $SIZE pair and its two bundles"
+  mkdir -p "r$rate"
+  "$DCR" synth "r$rate/0.st" "r$rate/1.st" --size "$SIZE" --rate "$rate" -q -f
+  "$DCR" encode "r$rate/0.st" "r$rate/1.st" -o "r$rate/1.dcr" -q -f
+  "$DCR" encode "r$rate/1.st" "r$rate/0.st" -o "r$rate/0.dcr" -q -f
+  for state in 0 1; do "$DCR" id "r$rate/$state.st" | cut -d' ' -f1 >"r$rate/$state.id"; done
+done
+CKPT_BYTES=$(stat -c %s "r${RATE_LIST[0]}/0.st")
+
+# limit_rate lets a request send its first second's bytes at once, then
+# LIMIT a second: one request for the whole checkpoint takes CKPT/LIMIT - 1 s
+NGX_LIMIT_RATE=$((CKPT_BYTES / (LINK_S + 1)))
+ngx_up "$W/origin" origin "$W/www"
+# one request an object (no slices), so that the allowance is paid once
+NGX_SLICE=0 ngx_up "$W/mid" relay "$NGX_PORT"
+MID=$NGX_PORT
+NODE_PORTS=()
+for n in $(seq 0 $((NODES - 1))); do
+  ngx_up "$W/node$n" relay "$MID"
+  NODE_PORTS+=("$NGX_PORT")
+done
+
+mkfifo done.fifo
+exec {DONE}<>done.fifo # read-write: opening it never waits for a writer
+CMD=()
+for i in $(seq 0 $((WORKERS - 1))); do
+  mkfifo "w$i.cmd"
+  "$PYTHON" "$ROOT/bench/fleet_worker.py" "w$i" "w$i.cmd" done.fifo "$W" &
+  WORKER_PIDS+=($!)
+  exec {fd}>"w$i.cmd"
+  CMD+=("$fd")
+done
+say "$WORKERS workers on $NODES nodes; origin limited to $NGX_LIMIT_RATE bytes/s ($CKPT_BYTES-byte checkpoint in ${LINK_S} s)"
+
+# tell TAG LINE: sends worker i the line LINE with @PORT@ its node relay's port, then
+# waits for every worker's answer; appends them to answers.log under TAG
+tell() {
+  local tag=$1 line=$2 i answer
+  for i in "${!CMD[@]}"; do
+    echo "${line//@PORT@/${NODE_PORTS[i % NODES]}}" >&"${CMD[i]}"
+  done
+  # bash runs the INT/TERM trap once read returns: an interrupt stops the run
+  # after the step in flight (shorter read timeouts, polled, crashed bash 5.2
+  # when the trap exits)
+  for _ in "${CMD[@]}"; do
+    read -r -t 600 -u "$DONE" answer || { say "no answer from a worker in 600 s"; exit 1; }
+    echo "$tag $answer" >>answers.log
+  done
+}
+
+# warm NAME: GETs NAME at the mid relay, then at every node relay at once
+warm() {
+  local port pids=() p
+  curl -sSf -o /dev/null "http://127.0.0.1:$MID/$1"
+  for port in "${NODE_PORTS[@]}"; do
+    curl -sSf -o /dev/null "http://127.0.0.1:$port/$1" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+}
+
+for rate in "${RATE_LIST[@]}"; do
+  tell "$rate setup 0" "load $W/r$rate/0.st"
+  for kind in dcr full; do
+    for step in $(seq "$STEPS"); do
+      state=$((step % 2))
+      case $kind in
+        dcr) file=r$rate/$state.dcr name=r$rate-step$step.dcr ;;
+        full) file=r$rate/$state.st name=r$rate-step$step.safetensors ;;
+      esac
+      id=$(cat "r$rate/$state.id")
+      t0=$EPOCHREALTIME
+      ln "$file" "www/$name"
+      [ "$WARM" = 0 ] || warm "$name"
+      tell "$rate $kind $step" "$kind http://127.0.0.1:@PORT@/$name $id"
+      t1=$EPOCHREALTIME
+      echo "$rate $kind $step $(stat -c %s "$file") $t0 $t1" >>steps.log
+      say "rate $rate $kind step $step: $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s"
+    done
+  done
+done
+
+# summary: one line a rate, from steps.log ("RATE KIND STEP BYTES T0 T1"),
+# answers.log ("RATE KIND STEP" then a worker's answer: its own seconds are field
+# 6, its first part's field 7) and the access logs (log_format dcr: the request path is field 2, the body
+# bytes field 5)
+awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v nodes="$NODES" -v warm="$WARM" '
+  FILENAME == "steps.log" {
+    if (!(($1) in seen)) { seen[$1] = 1; order[++nr] = $1 }
+    t[$1, $2] += ($6 - $5) / steps; pub[$1, $2] += $4
+    list[$1, $2] = list[$1, $2] (list[$1, $2] == "" ? "" : ", ") sprintf("%.3f", $6 - $5)
+    next
+  }
+  FILENAME == "answers.log" {
+    if ($NF != "ok") bad[$1] = 1
+    if ($2 == "setup") next
+    if ($6 > slow[$1, $2, $3]) slow[$1, $2, $3] = $6
+    if ($7 > part[$1, $2, $3]) part[$1, $2, $3] = $7
+    next
+  }
+  {
+    split($2, p, "[/-]")
+    bytes[FILENAME ~ /^origin/ ? "origin" : "mid", substr(p[2], 2), $2 ~ /\.dcr$/ ? "dcr" : "full"] += $5
+  }
+  END {
+    if (!json) {
+      print "| rate | dcr s | full s | speedup | verified | bundle bytes | worker dcr s | worker full s | origin bytes dcr (x published) | origin bytes full (x published) |"
+      print "|---|---|---|---|---|---|---|---|---|---|"
+    }
+    for (i = 1; i <= nr; i++) {
+      r = order[i]
+      for (key in slow) {
+        split(key, q, SUBSEP)
+        if (q[1] == r) { ws[r, q[2]] += slow[key] / steps; wp[r, q[2]] += part[key] / steps }
+      }
+      v = bad[r] ? "false" : "true"
+      od = bytes["origin", r, "dcr"]; of = bytes["origin", r, "full"]
+      if (json) {
+        printf "%s{\"rate\": %s, \"dcr_s\": %.3f, \"full_s\": %.3f, \"speedup\": %.1f, \"verified\": %s, ", (i > 1 ? ", " : ""), r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v
+        printf "\"bundle_bytes\": %d, \"checkpoint_bytes\": %d, ", pub[r, "dcr"] / steps, pub[r, "full"] / steps
+        printf "\"origin_bytes_dcr\": %d, \"origin_bytes_full\": %d, \"origin_dcr_x\": %.2f, \"origin_full_x\": %.2f, ", od, of, od / pub[r, "dcr"], of / pub[r, "full"]
+        printf "\"mid_bytes_dcr\": %d, \"mid_bytes_full\": %d, ", bytes["mid", r, "dcr"], bytes["mid", r, "full"]
+        printf "\"worker_dcr_s\": %.3f, \"worker_full_s\": %.3f, ", ws[r, "dcr"], ws[r, "full"]
+        printf "\"worker_dcr_open_s\": %.3f, \"worker_full_download_s\": %.3f, ", wp[r, "dcr"], wp[r, "full"]
+        printf "\"dcr_steps_s\": [%s], \"full_steps_s\": [%s], ", list[r, "dcr"], list[r, "full"]
+        printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d, \"warm\": %s}", size, workers, nodes, steps, warm ? "true" : "false"
+      } else {
+        printf "| %s | %.2f | %.2f | %.1fx | %s | %d | %.2f | %.2f | %d (%.2f) | %d (%.2f) |\n", r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v, pub[r, "dcr"] / steps, ws[r, "dcr"], ws[r, "full"], od, od / pub[r, "dcr"], of, of / pub[r, "full"]
+      }
+    }
+  }' steps.log answers.log origin/access.log mid/access.log >summary.txt
+if [ "$JSON" = 1 ]; then echo "{\"results\": [$(cat summary.txt)]}"; else cat summary.txt; fi
+! grep -q ' error: ' answers.log

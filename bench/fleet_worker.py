@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""fleet_worker.py - one rollout worker of bench/fleet.sh: it holds a checkpoint's
+weights in memory and refits them when told to.
+
+  fleet_worker.py NAME CMD_FIFO DONE_FIFO WORK_DIR
+
+Started once and kept running, so that neither the interpreter's start nor the
+first load is in a step's time. Reads commands from CMD_FIFO, one a line, and
+answers each with one line on DONE_FIFO (shared by the workers: one write of
+less than PIPE_BUF bytes, so lines never mix):
+
+  load PATH     dcr.load_checkpoint(PATH) becomes the weights held (set-up, untimed)
+  dcr URL ID    dcr.Bundle(URL) (read by range requests) .apply_to(weights,
+                verify="full"), and the bundle's target state must be ID
+  full URL ID   downloads URL to WORK_DIR/NAME.safetensors, loads it with
+                dcr.load_safetensors (it becomes the weights held) and checks that
+                dcr.state_id of the file is ID
+
+The answer is "NAME KIND SECONDS PART_SECONDS BYTES ok" (SECONDS: the command's
+whole time; PART_SECONDS: opening the bundle and reading its index for dcr, the
+download for full; BYTES: fetched from the relay) or "NAME KIND 0 0 0 error:
+MESSAGE", after which the worker goes on.
+"""
+import os
+import shutil
+import sys
+import time
+import urllib.request
+
+import dcr
+
+
+def refit_dcr(weights, url, target):
+    t0 = time.monotonic()
+    bundle = dcr.Bundle(url)
+    opened = time.monotonic() - t0
+    # "full" checks every tensor the bundle names against its base hash before
+    # anything is written and every result against its target hash: with every
+    # weight tensor held, that proves the weights are now the bundle's target state
+    bundle.apply_to(weights, verify="full")
+    if bundle.target_state != target:
+        raise ValueError(f"the bundle's target is {bundle.target_state}, not {target}")
+    return weights, opened, bundle.fetch_stats.bytes_fetched
+
+
+def refit_full(path, url, target):
+    t0 = time.monotonic()
+    with urllib.request.urlopen(url) as r, open(path, "wb") as f:
+        shutil.copyfileobj(r, f, 1 << 20)
+    downloaded = time.monotonic() - t0
+    try:
+        weights = dcr.load_safetensors(path)
+        got = dcr.state_id(path)
+        size = os.path.getsize(path)
+    finally:
+        os.unlink(path)
+    if got != target:
+        raise ValueError(f"the checkpoint's state is {got}, not {target}")
+    return weights, downloaded, size
+
+
+def main():
+    name, cmd_fifo, done_fifo, work = sys.argv[1:5]
+    done = os.open(done_fifo, os.O_WRONLY)
+    weights = None
+    with open(cmd_fifo) as commands:
+        for line in commands:
+            kind, *args = line.split()
+            t0 = time.monotonic()
+            try:
+                if kind == "load":
+                    weights, part, size = dcr.load_checkpoint(args[0]), 0.0, 0
+                elif kind == "dcr":
+                    weights, part, size = refit_dcr(weights, *args)
+                else:
+                    weights, part, size = refit_full(os.path.join(work, name + ".safetensors"), *args)
+                answer = f"{name} {kind} {time.monotonic() - t0:.4f} {part:.4f} {size} ok"
+            except Exception as e:  # reported to the driver, which fails the run
+                answer = f"{name} {kind} 0 0 0 error: {type(e).__name__}: {e}"
+            os.write(done, (answer.replace("\n", " ")[:500] + "\n").encode())
+
+
+if __name__ == "__main__":
+    main()
