@@ -116,39 +116,92 @@ $(BUILD)/tests/%.o: tests/%.c
 deps: ## Install missing build dependencies (Debian packages; needs root)
 	@sh tools/deps.sh
 
-unit: $(TESTS) ## Build and run the cmocka unit tests
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+# Each unit test program is a target of its own too (unit-test_NAME), for check.
+UNIT_RUNS := $(TESTS:$(BUILD)/%=unit-%)
 
-check: unit $(BUILD)/dcr $(BUILD)/libdcr.so vectors-check ## Unit tests, CLI round trips and bad-input tests, test vectors
+unit: $(UNIT_RUNS) ## Build and run the cmocka unit tests
+
+$(UNIT_RUNS): unit-%: $(BUILD)/%
+	@echo "== $<"; $<
+
+# The quick suite. Each test is a target of its own, check-NAME, so that make runs
+# them side by side: `make check` runs CHECK_JOBS at once (default: the CPUs + 1,
+# as many wait on processes they kill, on nginx or on fsync rather than compute),
+# each one's output printed whole when it ends. `make check CHECK_JOBS=1` runs them
+# one after another; `make check-NAME` runs one.
+CHECK_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+CHECK_TESTS := cli crash crash-dir id refit ops apply-output set squash sign hostile resource valgrind conformance history history-v1 history-v1.1 history-containers append-vectors crash-history spec-lint sign-vectors range-vectors walk-vectors http history-http spec-example abi readme install
+
+check: ## Unit tests, CLI round trips and bad-input tests, test vectors (CHECK_JOBS at once)
+	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-all
+
+# CHECK_SKIP: tests a pass leaves out (asan: those that run no code of the build).
+CHECK_SKIP ?=
+check-all: $(UNIT_RUNS) vectors-check $(addprefix check-,$(filter-out $(CHECK_SKIP),$(CHECK_TESTS)))
+.PHONY: check-all $(CHECK_TESTS:%=check-%) $(UNIT_RUNS)
+
+$(CHECK_TESTS:%=check-%): $(BUILD)/dcr $(BUILD)/libdcr.so
+check-install: all
+
+check-cli:
 	bash tests/cli_test.sh $(BUILD)/dcr
+check-crash:
 	bash tests/crash_test.sh $(BUILD)/dcr 24
+check-crash-dir:
 	bash tests/crash_dir_test.sh $(BUILD)/dcr 16
+check-id:
 	bash tests/cli_id_test.sh $(BUILD)/dcr
+check-refit:
 	bash tests/cli_refit_test.sh $(BUILD)/dcr
+check-ops:
 	bash tests/cli_ops_test.sh $(BUILD)/dcr
+check-apply-output:
 	bash tests/cli_apply_output_test.sh $(BUILD)/dcr
+check-set:
 	bash tests/cli_set_test.sh $(BUILD)/dcr
+check-squash:
 	bash tests/cli_squash_test.sh $(BUILD)/dcr
+check-sign:
 	bash tests/cli_sign_test.sh $(BUILD)/dcr
+check-hostile:
 	SANITIZE="$(SANITIZE)" bash tests/hostile_test.sh $(BUILD)/dcr
+check-resource:
 	SANITIZE="$(SANITIZE)" python3 tests/resource_vectors.py $(BUILD)/dcr testvectors/resource-v1
+check-valgrind:
 	SANITIZE="$(SANITIZE)" bash tests/valgrind_test.sh $(BUILD)/dcr
+check-conformance:
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
+check-history:
 	bash tests/cli_history_test.sh $(BUILD)/dcr
+check-history-v1:
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1
+check-history-v1.1:
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-v1.1
+check-history-containers:
 	bash tests/history_vectors.sh $(BUILD)/dcr testvectors/history-containers-v1
+check-append-vectors:
 	bash tests/append_vectors.sh $(BUILD)/dcr testvectors/history-append-v1
+check-crash-history:
 	bash tests/crash_history_test.sh $(BUILD)/dcr 8
+check-spec-lint:
 	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json testvectors/history-append-v1/index.json
+check-sign-vectors:
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
+check-range-vectors:
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
+check-walk-vectors:
 	python3 tests/walk_vectors.py $(BUILD)/dcr testvectors/walk-v1
+check-http:
 	bash tests/http_test.sh $(BUILD)/dcr
+check-history-http:
 	bash tests/history_http_test.sh $(BUILD)/dcr
+check-spec-example:
 	bash tests/spec_example.sh SPEC.md $(BUILD)/dcr
+check-abi:
 	bash tests/abi_test.sh $(BUILD)
+check-readme:
 	bash tests/readme_test.sh $(BUILD)/dcr
+check-install:
 	bash tests/install_test.sh $(BUILD)
 
 crash-test: $(BUILD)/dcr ## The long campaign: kill -9 in-place applies and appends at random moments, rerun, compare (CRASH_COUNT=300, ~15 min)
@@ -269,9 +322,10 @@ conformance: $(BUILD)/test_vectors $(BUILD)/dcr ## Play every test vector throug
 	$(BUILD)/test_vectors
 	bash tests/conformance.sh $(BUILD)/dcr testvectors
 
-asan: ## Run every test under AddressSanitizer and UndefinedBehaviorSanitizer
+asan: ## Run every test under AddressSanitizer and UndefinedBehaviorSanitizer (but the SPEC lint, ABI and install checks)
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
-	  SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=all" check
+	  SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=all" \
+	  CHECK_SKIP="spec-lint abi install" check
 
 test: deps ## Install dependencies, build with -Werror, run all tests plain and sanitized, replay fuzz corpora
 	$(MAKE) all
