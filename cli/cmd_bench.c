@@ -375,7 +375,7 @@ int cmd_bench(int argc, char **argv) {
         break;
       case OPT_FORMAT:
         if (cli_parse_format(optarg, &eo.max_minor))
-          return cli_usage("bench", "bad --format '%s' (1.0, 1.1 or 1.2)", optarg);
+          return cli_usage("bench", "bad --format '%s' (1.0 to 1.3)", optarg);
         break;
       case OPT_JSON: json = 1; break;
       default: return cli_bad_option("bench", c, argv);

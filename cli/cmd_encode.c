@@ -99,7 +99,7 @@ int cmd_encode(int argc, char **argv) {
       case OPT_UNRELATED: opt.unrelated = 1; break;
       case OPT_FORMAT:
         if (cli_parse_format(optarg, &opt.max_minor))
-          return free(meta), cli_usage("encode", "bad --format '%s' (1.0, 1.1 or 1.2)", optarg);
+          return free(meta), cli_usage("encode", "bad --format '%s' (1.0 to 1.3)", optarg);
         break;
       case OPT_META: {
         char *eq = strchr(optarg, '=');
@@ -181,9 +181,11 @@ int cmd_encode(int argc, char **argv) {
   return CLI_OK;
 }
 
-/* The chunks of each encoding, 1..7, from the stats' two places. */
+/* The chunks of each encoding, 1..8, from the stats' three places. */
 static uint64_t chunks_of(const dcr_encode_stats *st, int e) {
-  return e == DCR_ENC_DELTA_CLASSED ? st->chunks_delta_classed : st->chunks_by_encoding[e];
+  return e == DCR_ENC_DELTA_CLASSED  ? st->chunks_delta_classed
+         : e == DCR_ENC_DELTA_BANDED ? st->chunks_delta_banded
+                                     : st->chunks_by_encoding[e];
 }
 
 json_t *cli_stats_json(const char *bundle, const dcr_encode_stats *st, unsigned threads) {

@@ -26,7 +26,7 @@ static const char usage[] =
     "      --level N        zstd level 1..22 of chunks coded anew, 0 to store\n"
     "                       (default 3)\n"
     "      --threads N      worker threads (default: usable CPUs, up to 32); same output\n"
-    "      --format V       the newest format the bundle may need: 1.0, 1.1 or 1.2\n"
+    "      --format V       the newest format the bundle may need: 1.0 to 1.3\n"
     "                       (default: the newest of the inputs')\n"
     "  -f, --force          overwrite BUNDLE if it exists\n"
     "      --json           print the statistics as one JSON document on stdout\n";
@@ -77,7 +77,7 @@ int cmd_squash(int argc, char **argv) {
         break;
       case OPT_FORMAT:
         if (cli_parse_format(optarg, &opt.max_minor))
-          return cli_usage("squash", "bad --format '%s' (1.0, 1.1 or 1.2)", optarg);
+          return cli_usage("squash", "bad --format '%s' (1.0 to 1.3)", optarg);
         break;
       case OPT_JSON: json = 1; break;
       default: return cli_bad_option("squash", c, argv);

@@ -159,7 +159,7 @@ int cli_arg_count(const char *command, int argc, char **argv, int min, int max, 
 }
 
 int cli_parse_format(const char *s, int *minor) {
-  if (strcmp(s, "1.0") && strcmp(s, "1.1") && strcmp(s, "1.2")) return -1;
+  if (strlen(s) != 3 || strncmp(s, "1.", 2) || s[2] < '0' || s[2] > '0' + DCR_FORMAT_MINOR) return -1;
   *minor = s[2] - '0';
   return 0;
 }

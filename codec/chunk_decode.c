@@ -39,7 +39,7 @@ static uint64_t chunk_need(const dcr_reader *r, const dcr__chunk *c, size_t deco
   const dcr__entry *e = &r->man.entries[c->tensor];
   size_t bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
   uint64_t esize = dcr_dtype_size(e->target.dtype), n = bytes / esize;
-  int sparse = dcr__enc_sparse(c->encoding), classed = c->encoding == DCR_ENC_DELTA_CLASSED;
+  int sparse = dcr__enc_sparse(c->encoding), classed = dcr__enc_ranked(c->encoding);
   int inflated = c->compression == DCR_COMP_ZSTD && !classed;
   uint64_t part[5] = {
       r->src.data ? 0
@@ -282,7 +282,7 @@ int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
                              const uint8_t *from, uint8_t *out, uint8_t *input_digests,
                              uint8_t *out_digests, dcr_detail *d) {
   unsigned esize = dcr_dtype_size(dtype);
-  if (c->encoding == DCR_ENC_DELTA_CLASSED)
+  if (dcr__enc_ranked(c->encoding))
     return apply_classed_pieces(dd, planes, esize, n, from, out, input_digests, out_digests, d);
   size_t count = c->count, bytes = n * esize, k = 0, piece = 0;
   int op = dcr__enc_op(c->encoding);
@@ -313,21 +313,23 @@ int dcr__chunk_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint8_
   if (c->compression > DCR_COMP_ZSTD)
     return dcr__fail(d, DCR_E_ENCODING, "unknown compression %u", c->compression);
   /* R-VER-4: an encoding is known from the minor version that added it. */
-  int last = dd->minor >= 2 ? DCR_ENC_DELTA_CLASSED : DCR_ENC_DELTA_SPARSE;
+  int last = dd->minor >= 3   ? DCR_ENC_DELTA_BANDED
+             : dd->minor == 2 ? DCR_ENC_DELTA_CLASSED
+                              : DCR_ENC_DELTA_SPARSE;
   if (c->encoding < DCR_ENC_XOR_DENSE || c->encoding > last)
     return dcr__fail(d, DCR_E_ENCODING, "unknown encoding %u", c->encoding);
   /* The index checks this too; repeated so that no caller can make the buffers
    * sized for n overflow. */
   if (c->count == 0 || c->count > n)
     return dcr__fail(d, DCR_E_INDEX, "count %u outside 1..%zu", c->count, n);
-  if (c->encoding == DCR_ENC_DELTA_CLASSED) {
+  if (dcr__enc_ranked(c->encoding)) {
     if (c->compression != DCR_COMP_NONE)
-      return dcr__fail(d, DCR_E_ENCODING, "DELTA_CLASSED is stored with compression 0, not %u",
-                       c->compression);
+      return dcr__fail(d, DCR_E_ENCODING, "%s is stored with compression 0, not %u",
+                       dcr_encoding_name(c->encoding), c->compression);
     *planes = dd->planes;
     dd->batched = 0;
-    return dcr__classed_streams(dd->cls, data, length, dtype, n, c->count, dd->planes, dd->cancel,
-                                d);
+    return (c->encoding == DCR_ENC_DELTA_BANDED ? dcr__banded_streams : dcr__classed_streams)(
+        dd->cls, data, length, dtype, n, c->count, dd->planes, dd->cancel, d);
   }
   int is_sparse = dcr__enc_sparse(c->encoding);
   size_t k = is_sparse ? c->count : n, plane_bytes;
@@ -378,7 +380,7 @@ static int apply_streams(dcr__chunk_decoder *dd, const dcr__chunk *c, const uint
                          unsigned esize, size_t n, uint8_t *chunk, dcr_detail *d) {
   int op = dcr__enc_op(c->encoding);
   size_t k = dcr__enc_sparse(c->encoding) ? c->count : n;
-  if (c->encoding == DCR_ENC_DELTA_CLASSED) { /* positions need the base: none without it */
+  if (dcr__enc_ranked(c->encoding)) { /* positions need the base: none without it */
     if (!chunk) return DCR_OK;
     dcr__classed_walk(dd->cls, planes, chunk, chunk, 0, n);
     return dcr__classed_end(dd->cls, d);

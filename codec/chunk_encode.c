@@ -170,17 +170,21 @@ static size_t scan(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t *t
   return count;
 }
 
-/* DELTA_CLASSED (§9.4), stored: range-coded values do not compress. Returns its
- * length, left in ce->trial. Its scratch is buffers free when it runs: the ranks
- * go where planes are made (4 bytes a change: the caller lets at most a quarter of
- * the chunk's bytes change), the values sorted by class into `sorted` (count
- * elements). */
-static size_t classed_trial(dcr__chunk_encoder *ce, const uint8_t *base, int dtype,
-                            size_t count, uint8_t *sorted) {
+/* DELTA_CLASSED (§9.4) or, in a 1.3 bundle, DELTA_BANDED (§9.5), stored: their
+ * values are entropy-coded already. Returns its length, left in ce->trial. Its
+ * scratch is buffers free when it runs: the ranks go where planes are made (4
+ * bytes a change: the caller lets at most a quarter of the chunk's bytes change),
+ * the values sorted by class or band into `sorted` (count elements). */
+static size_t ranked_trial(dcr__chunk_encoder *ce, const uint8_t *base, size_t n, int dtype,
+                           size_t count, uint8_t *sorted) {
   unsigned esize = dcr_dtype_size(dtype);
+  uint32_t *ranks = (uint32_t *)(void *)ce->planes;
   dcr__delta_make(ce->values, ce->old, ce->new, count, esize);
+  if (ce->classed >= 3)
+    return dcr__banded_write(&ce->cw, ce->trial, ce->trial_capacity, base, n, dtype, ce->pos,
+                             ce->old, ce->values, count, ranks, sorted);
   return dcr__classed_write(&ce->cw, ce->trial, ce->trial_capacity, base, dtype, ce->pos,
-                            ce->old, ce->values, count, (uint32_t *)(void *)ce->planes, sorted);
+                            ce->old, ce->values, count, ranks, sorted);
 }
 
 int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t *target,
@@ -203,8 +207,9 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
    * DELTA_CLASSED is no longer than that stream it beats them all (usually by a
    * third: its ranks cost about 5.5 bits a change where positions cost 8). */
   int classed = sparse && ce->classed && count * 4 <= bytes;
+  uint8_t ranked = ce->classed >= 3 ? DCR_ENC_DELTA_BANDED : DCR_ENC_DELTA_CLASSED;
   if (classed) { /* before any candidate: ce->best is free */
-    size_t length = classed_trial(ce, base, dtype, count, ce->best), z = varlen;
+    size_t length = ranked_trial(ce, base, n, dtype, count, ce->best), z = varlen;
     if (length <= varlen) {
       dcr__positions_write(ce->pos_stream, ce->pos, count);
       written = 1;
@@ -213,7 +218,7 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
         z = ce->zpos_length;
       }
       if (length <= z) {
-        keep_trial(ce, out, DCR_ENC_DELTA_CLASSED, DCR_COMP_NONE, length);
+        keep_trial(ce, out, ranked, DCR_COMP_NONE, length);
         if (!dense) return DCR_OK;
         sparse = classed = 0; /* only the dense candidates can still win: tried below */
       }
@@ -237,9 +242,9 @@ int dcr__encode_chunk(dcr__chunk_encoder *ce, const uint8_t *base, const uint8_t
   }
   if (!rc && classed) { /* not pruned: measured again after the others, with the
                          * target elements, now used, as scratch */
-    size_t length = classed_trial(ce, base, dtype, count, ce->new);
-    if (better(length, DCR_ENC_DELTA_CLASSED, DCR_COMP_NONE, out))
-      keep_trial(ce, out, DCR_ENC_DELTA_CLASSED, DCR_COMP_NONE, length);
+    size_t length = ranked_trial(ce, base, n, dtype, count, ce->new);
+    if (better(length, ranked, DCR_COMP_NONE, out))
+      keep_trial(ce, out, ranked, DCR_COMP_NONE, length);
   }
   return rc;
 }

@@ -18,6 +18,7 @@
 
 #include "codec.h"
 #include "rangecoder.h"
+#include "walk.h"
 
 /* §9.4: the class of an element is the field (u >> shift) & (2^bits - 1) of the
  * element read as a little-endian unsigned integer: the exponent for floats (the
@@ -87,7 +88,8 @@ int dcr__classed_encoder_init(dcr__classed_encoder *ws) {
   memset(ws, 0, sizeof *ws);
   ws->offset = malloc((DCR__CLASSES_MAX + 1) * sizeof *ws->offset);
   ws->seen = malloc(4 * DCR__CLASSES_MAX * sizeof *ws->seen);
-  if (!ws->offset || !ws->seen) {
+  ws->bands = dcr__banded_workspace();
+  if (!ws->offset || !ws->seen || !ws->bands) {
     dcr__classed_encoder_free(ws);
     return DCR_E_NOMEM;
   }
@@ -97,27 +99,13 @@ int dcr__classed_encoder_init(dcr__classed_encoder *ws) {
 void dcr__classed_encoder_free(dcr__classed_encoder *ws) {
   free(ws->offset);
   free(ws->seen);
+  free(ws->bands);
+  free(ws->listed);
   memset(ws, 0, sizeof *ws);
 }
 
-/* Each change's rank in its class, the elements of that class before it, from
- * four histograms (seen + k * classes) filled in turn, so that consecutive
- * elements of one class do not wait on each other's increments. */
 #define CLASS_AT(T, i) (size_t)((uint64_t)load_##T(base + (i) * sizeof(T)) >> shift & mask)
-#define RANKS(T)                                                                  \
-  for (size_t j = 0, at = 0; j < count; j++, at++) {                              \
-    size_t stop = pos[j];                                                         \
-    for (; at + 4 <= stop; at += 4) {                                             \
-      h0[CLASS_AT(T, at)]++;                                                      \
-      h1[CLASS_AT(T, at + 1)]++;                                                  \
-      h2[CLASS_AT(T, at + 2)]++;                                                  \
-      h3[CLASS_AT(T, at + 3)]++;                                                  \
-    }                                                                             \
-    for (; at < stop; at++) h0[CLASS_AT(T, at)]++;                                \
-    size_t c = CLASS_AT(T, at), slot = offset[c]++;                               \
-    ranks[slot] = h0[c]++ + h1[c] + h2[c] + h3[c];                                \
-    memcpy(sorted + slot * sizeof(T), z + j * sizeof(T), sizeof(T));              \
-  }
+#define RANKS(T) DCR__RANKS(T, CLASS_AT)
 
 static inline uint8_t load_uint8_t(const uint8_t *p) { return *p; }
 static inline uint16_t load_uint16_t(const uint8_t *p) { uint16_t u; memcpy(&u, p, 2); return u; }
@@ -179,40 +167,13 @@ size_t dcr__classed_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacit
 
 /* ---- decoder */
 
-#define RANKS_AHEAD 16
-
-struct dcr__classed {
-  unsigned esize, shift;
-  uint64_t mask;
-  size_t slots;
-  /* The walk's hot state, by class: elements of the class still to pass before
-   * its next change (UINT32_MAX for classes without one: a chunk has fewer
-   * elements, so it never runs out). One decrement per element, no lookup. */
-  uint32_t left[DCR__CLASSES_MAX];
-  uint16_t map[DCR__CLASSES_MAX]; /* class -> slot, for the listed classes */
-  struct {
-    uint64_t next;         /* rank of the next change */
-    uint32_t changes;      /* changes not yet met */
-    uint32_t value;        /* index of its next value */
-    dcr__positions_cursor cursor;
-    uint8_t have, used;    /* ranks[used..have) are the next ranks, read ahead */
-  } slot[DCR__CLASSES_MAX];
-  /* Ranks read from each class's stream RANKS_AHEAD at a time: a rank read alone
-   * costs a call into the stream reader per change (~20 ns). */
-  uint32_t ranks[DCR__CLASSES_MAX][RANKS_AHEAD];
-  /* The group walk's classes: those listed with changes still to meet. */
-  uint16_t active[DCR__CLASSES_MAX];
-  size_t nactive;
-  uint32_t *taken_pos; /* dcr__classed_record: where the changes met go, or NULL */
-  uint8_t *taken_values;
-  size_t taken;
-};
-
 /* Slot s's next rank (it has one: its changes are not all met). */
 static inline uint32_t next_rank(dcr__classed *cls, size_t s) {
   if (cls->slot[s].used == cls->slot[s].have) {
-    uint32_t k = cls->slot[s].changes < RANKS_AHEAD ? cls->slot[s].changes : RANKS_AHEAD;
-    dcr__positions_take(&cls->slot[s].cursor, cls->ranks[s], k);
+    uint32_t unread = cls->slot[s].inverted ? cls->slot[s].listed : cls->slot[s].changes;
+    uint32_t k = unread < RANKS_AHEAD ? unread : RANKS_AHEAD;
+    if (cls->banded) dcr__golomb_take(&cls->slot[s].golomb, cls->ranks[s], k);
+    else dcr__positions_take(&cls->slot[s].cursor, cls->ranks[s], k);
     cls->slot[s].have = (uint8_t)k;
     cls->slot[s].used = 0;
   }
@@ -231,30 +192,27 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
                          dcr_detail *d) {
   unsigned esize = dcr_dtype_size(dtype), shift, bits = dcr__class_bits(dtype, &shift);
   size_t classes = (size_t)1 << bits;
+  (void)shift;
   if (length < 2) return dcr__fail(d, DCR_E_ENCODING, "class table cut short");
   size_t m = (size_t)dcr__le16(data);
   if (m == 0 || m > classes)
     return dcr__fail(d, DCR_E_ENCODING, "%zu classes listed; the dtype has %zu", m, classes);
   if (length - 2 < 6 * m) return dcr__fail(d, DCR_E_ENCODING, "class table cut short");
-  dcr__classed_record(cls, NULL, NULL);
-  cls->esize = esize;
-  cls->shift = shift;
-  cls->mask = classes - 1;
-  cls->slots = m;
-  for (size_t c = 0; c < classes; c++) cls->left[c] = UINT32_MAX;
+  uint16_t *unit = cls->unit;
+  uint32_t *changes = cls->changes;
   const uint8_t *p = data + 2 + 6 * m, *end = data + length;
   uint64_t total = 0;
   for (size_t s = 0; s < m; s++) {
     size_t c = (size_t)dcr__le16(data + 2 + 6 * s), k = (size_t)dcr__le32(data + 4 + 6 * s);
-    if (c >= classes || (s && c <= (size_t)dcr__le16(data + 2 + 6 * (s - 1))))
+    if (c >= classes || (s && c <= unit[s - 1]))
       return dcr__fail(d, DCR_E_ENCODING, "class %zu out of order or past the dtype's %zu", c,
                        classes);
     if (!k) return dcr__fail(d, DCR_E_ENCODING, "class %zu is listed with no change", c);
     total += k;
     if (total > count)
       return dcr__fail(d, DCR_E_ENCODING, "classes list more changes than count %zu", count);
-    cls->map[c] = (uint16_t)s;
-    cls->slot[s].changes = (uint32_t)k;
+    unit[s] = (uint16_t)c;
+    changes[s] = (uint32_t)k;
   }
   if (total != count)
     return dcr__fail(d, DCR_E_ENCODING, "classes list %llu changes; count says %zu",
@@ -262,12 +220,11 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
   /* The rank streams: checked whole now (§9.1 rules, ranks below n), read again one
    * rank at a time by the walk. */
   for (size_t s = 0; s < m; s++) {
-    size_t used;
-    int rc = dcr__positions_watched(p, (size_t)(end - p), cls->slot[s].changes, n, NULL, &used,
-                                    cancel, d);
+    int rc = dcr__positions_watched(p, (size_t)(end - p), changes[s], n, NULL,
+                                    &cls->stream_length[s], cancel, d);
     if (rc) return rc;
-    dcr__positions_start(&cls->slot[s].cursor, p, used);
-    p += used;
+    cls->stream[s] = p;
+    p += cls->stream_length[s];
   }
   dcr__rc_decoder rc;
   if (!dcr__rc_decoder_init(&rc, p, (size_t)(end - p)))
@@ -276,8 +233,7 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
   size_t at = 0;
   for (size_t s = 0; s < m; s++) {
     contexts_reset(ctx);
-    cls->slot[s].value = (uint32_t)at;
-    for (uint32_t i = 0; i < cls->slot[s].changes; i++, at++) {
+    for (uint32_t i = 0; i < changes[s]; i++, at++) {
       if (!(at & 0xFFFFF) && cancel && *cancel) /* every 2^20 values: ~10 ms */
         return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
       uint64_t z = decode_value(&rc, ctx, 8 * esize);
@@ -287,15 +243,51 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
   }
   if (!dcr__rc_finished(&rc))
     return dcr__fail(d, DCR_E_ENCODING, "value stream does not end where its last value does");
-  for (size_t s = 0; s < m; s++) {
+  cls->banded = 0;
+  dcr__walk_begin(cls, dtype, classes, m);
+  return DCR_OK;
+}
+
+void dcr__walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots) {
+  unsigned shift, bits = dcr__class_bits(dtype, &shift);
+  dcr__classed_record(cls, NULL, NULL);
+  cls->esize = dcr_dtype_size(dtype);
+  cls->shift = shift;
+  cls->mask = ((uint64_t)1 << bits) - 1;
+  cls->slots = slots;
+  for (size_t u = 0; u < units; u++) cls->left[u] = UINT32_MAX;
+  uint32_t at = 0;
+  for (size_t s = 0; s < slots; s++) {
+    uint16_t u = cls->unit[s];
+    cls->map[u] = (uint16_t)s;
+    cls->slot[s].changes = cls->changes[s];
+    cls->slot[s].value = at;
+    at += cls->changes[s];
     cls->slot[s].have = cls->slot[s].used = 0;
+    cls->active[s] = u;
+    /* An inverted band (§9.5) lists its unchanged elements: each element of it is met
+     * (left 0), and change() tells the listed ones from the changes. */
+    uint32_t listed = cls->banded ? cls->listed[s] : UINT32_MAX;
+    cls->slot[s].inverted = listed != UINT32_MAX;
+    cls->slot[s].listed = cls->slot[s].inverted ? listed : 0;
+    cls->slot[s].seen = 0;
+    cls->slot[s].overflow = 0;
+    if (cls->banded) {
+      if (cls->stream_length[s])
+        dcr__golomb_start(&cls->slot[s].golomb, cls->stream[s], cls->stream_length[s]);
+    } else {
+      dcr__positions_start(&cls->slot[s].cursor, cls->stream[s], cls->stream_length[s]);
+    }
+    if (cls->slot[s].inverted) {
+      cls->slot[s].next = listed ? next_rank(cls, s) : UINT64_MAX;
+      cls->left[u] = 0;
+      continue;
+    }
     uint32_t r = next_rank(cls, s);
     cls->slot[s].next = r;
-    cls->left[dcr__le16(data + 2 + 6 * s)] = r;
-    cls->active[s] = dcr__le16(data + 2 + 6 * s);
+    cls->left[u] = r;
   }
-  cls->nactive = m;
-  return DCR_OK;
+  cls->nactive = slots;
 }
 
 /* The rare path of the walk: element i (of class c) is its class's next change:
@@ -303,6 +295,25 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
 static void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const uint8_t *values) {
   unsigned esize = cls->esize;
   size_t s = cls->map[c];
+  if (__builtin_expect(cls->slot[s].inverted, 0)) { /* every element of it is met here */
+    cls->left[c] = 0;
+    if (cls->slot[s].seen++ == cls->slot[s].next) { /* listed: unchanged */
+      cls->slot[s].next = --cls->slot[s].listed ? next_rank(cls, s) : UINT64_MAX;
+      return;
+    }
+    if (!cls->slot[s].changes) { /* more elements than the band's changes and listed */
+      cls->slot[s].overflow = 1;
+      return;
+    }
+    cls->slot[s].changes--;
+    const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
+    if (out) dcr__delta_apply(out + i * esize, v, esize);
+    if (cls->taken_pos) {
+      cls->taken_pos[cls->taken] = (uint32_t)i;
+      memcpy(cls->taken_values + cls->taken++ * esize, v, esize);
+    }
+    return;
+  }
   const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
   if (out) dcr__delta_apply(out + i * esize, v, esize);
   if (cls->taken_pos) {
@@ -342,12 +353,30 @@ static void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const ui
     default: BODY(uint64_t, shift, mask) break;                                  \
   }
 
+/* The same with bands for units: one lookup more an element. */
+#define WALK_BANDS(T, SHIFT, MASK)                                               \
+  for (size_t i = first; i < last; i++) {                                        \
+    T u;                                                                         \
+    memcpy(&u, base + i * sizeof(T), sizeof(T));                                 \
+    size_t c = band_of[((uint64_t)u >> (SHIFT)) & (MASK)];                       \
+    if (__builtin_expect(left[c]-- == 0, 0)) change(cls, c, i, out, values);     \
+  }
+
 static void walk_scalar(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                         uint8_t *out, size_t first, size_t last) {
   unsigned shift = cls->shift;
   uint64_t mask = cls->mask;
   uint32_t *left = cls->left;
   BY_DTYPE(WALK)
+}
+
+static void walk_bands_scalar(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
+                              uint8_t *out, size_t first, size_t last) {
+  unsigned shift = cls->shift;
+  uint64_t mask = cls->mask;
+  uint32_t *left = cls->left;
+  const uint8_t *band_of = cls->band_of;
+  BY_DTYPE(WALK_BANDS)
 }
 
 /* ---- the group walk: the same changes, found 64 elements at a time.
@@ -362,6 +391,25 @@ static void walk_scalar(dcr__classed *cls, const uint8_t *values, const uint8_t 
  * It needs AVX2 (or AVX-512BW), BMI2 and POPCNT, chosen at run time; elsewhere
  * (and in portable C the masks cost more than the scalar walk) the scalar walk
  * runs. */
+/* Changes met [from, to) put in element order: met in order but within a group of
+ * 64 (or a piece, for bands) unit by unit, an insertion sort moves each past the
+ * few met before it. */
+static void sort_met(uint32_t *pos, uint8_t *values, size_t from, size_t to, unsigned esize) {
+  for (size_t i = from + 1; i < to; i++) {
+    uint32_t p = pos[i];
+    if (pos[i - 1] < p) continue;
+    uint8_t v[8];
+    memcpy(v, values + i * esize, esize);
+    size_t j = i;
+    for (; j > from && pos[j - 1] > p; j--) {
+      pos[j] = pos[j - 1];
+      memcpy(values + j * esize, values + (j - 1) * esize, esize);
+    }
+    pos[j] = p;
+    memcpy(values + j * esize, v, esize);
+  }
+}
+
 int dcr__classed_vector = 1;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -401,22 +449,28 @@ __attribute__((target("bmi2"), always_inline)) static inline unsigned select_bit
 }
 
 /* Inlined into each walk, so that popcounts are the CPU's instruction there. */
+/* The changes of unit c among the group's elements m (at element i): those past
+ * the left[c] it must still pass; left[c] is then what it must pass after m. */
+__attribute__((target("bmi2,popcnt"), always_inline)) static inline void unit_changes(
+    dcr__classed *cls, size_t c, uint64_t m, size_t i, uint8_t *out, const uint8_t *values) {
+  uint32_t *left = cls->left;
+  uint32_t cnt = (uint32_t)__builtin_popcountll(m);
+  while (cnt > left[c]) {
+    unsigned bit = select_bit(m, left[c]); /* its left[c]-th element here */
+    change(cls, c, i + bit, out, values);
+    m = bit == GROUP - 1 ? 0 : m & (~(uint64_t)0 << (bit + 1));
+    cnt = (uint32_t)__builtin_popcountll(m);
+  }
+  if (left[c] != UINT32_MAX) left[c] -= cnt;
+}
+
 __attribute__((target("bmi2,popcnt"), always_inline)) static inline void group_changes(
     dcr__classed *cls, const pending *pend, size_t np, size_t i, uint8_t *out,
     const uint8_t *values) {
-  uint32_t *left = cls->left;
   while (np--) {
     size_t c = cls->active[pend[np].a];
-    uint64_t m = pend[np].m;
-    uint32_t cnt = (uint32_t)__builtin_popcountll(m);
-    while (cnt > left[c]) {
-      unsigned bit = select_bit(m, left[c]); /* its left[c]-th element here */
-      change(cls, c, i + bit, out, values);
-      m = bit == GROUP - 1 ? 0 : m & (~(uint64_t)0 << (bit + 1));
-      cnt = (uint32_t)__builtin_popcountll(m);
-    }
-    if (left[c] == UINT32_MAX) cls->active[pend[np].a] = cls->active[--cls->nactive];
-    else left[c] -= cnt;
+    unit_changes(cls, c, pend[np].m, i, out, values);
+    if (cls->left[c] == UINT32_MAX) cls->active[pend[np].a] = cls->active[--cls->nactive];
   }
 }
 
@@ -464,15 +518,86 @@ __attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_groups_
   GROUPS(all = _mm512_loadu_si512((const void *)cb), AVX512_MASK)
 }
 
+/* Bands (at most 8) are walked a band at a time over a piece of PIECE_GROUPS
+ * groups whose class bytes are made once: the count of each band's elements
+ * stays in a register, and a group costs a band one or two compares and a
+ * popcount. Changes are met band by band within a piece, so those recorded are
+ * put back in element order at the end of each piece. */
+#define PIECE_GROUPS 32
+#define BAND_PIECES(LOAD, MASK)                                                    \
+  uint8_t cb[PIECE_GROUPS * GROUP];                                                \
+  uint32_t *left = cls->left;                                                      \
+  for (size_t p0 = first; p0 < last; p0 += PIECE_GROUPS * GROUP) {                 \
+    size_t groups = (last - p0) / GROUP;                                           \
+    if (groups > PIECE_GROUPS) groups = PIECE_GROUPS;                              \
+    for (size_t g = 0; g < groups; g++)                                            \
+      class_bytes(cls, base + (p0 + g * GROUP) * cls->esize, cb + g * GROUP);      \
+    size_t taken = cls->taken;                                                     \
+    for (size_t a = cls->nactive; a-- > 0;) {                                      \
+      size_t b = cls->active[a];                                                   \
+      uint32_t l = left[b];                                                        \
+      for (size_t g = 0; g < groups; g++) {                                        \
+        LOAD(cb + g * GROUP);                                                      \
+        uint64_t m = MASK(b);                                                      \
+        uint32_t cnt = (uint32_t)__builtin_popcountll(m);                          \
+        if (cnt <= l) {                                                            \
+          l -= cnt;                                                                \
+          continue;                                                                \
+        }                                                                          \
+        left[b] = l;                                                               \
+        unit_changes(cls, b, m, p0 + g * GROUP, out, values);                      \
+        if ((l = left[b]) == UINT32_MAX) {                                         \
+          cls->active[a] = cls->active[--cls->nactive];                            \
+          break;                                                                   \
+        }                                                                          \
+      }                                                                            \
+      left[b] = l;                                                                 \
+    }                                                                              \
+    if (cls->taken_pos) sort_met(cls->taken_pos, cls->taken_values, taken, cls->taken, \
+                                 cls->esize);                                      \
+  }
+
+/* x >= t, unsigned bytes: max(x, t) = x; the first band starts at 0, the last
+ * ends at 255 (lo_of[bands] is 256: never reached). */
+#define AVX2_GE_HALF(v, b) \
+  ((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(v, lo_of[b]), v)))
+#define AVX2_GE(b) (AVX2_GE_HALF(lo, b) | (uint64_t)AVX2_GE_HALF(hi, b) << 32)
+#define AVX2_BAND(b) \
+  ((b ? AVX2_GE(b) : ~(uint64_t)0) & (b + 1 < cls->bands ? ~AVX2_GE(b + 1) : ~(uint64_t)0))
+__attribute__((target("avx2,bmi2,popcnt"))) static void walk_bands_avx2(
+    dcr__classed *cls, const uint8_t *values, const uint8_t *base, uint8_t *out, size_t first,
+    size_t last) {
+  __m256i lo, hi, lo_of[DCR__BANDS_MAX];
+  for (size_t b = 0; b < cls->bands; b++) lo_of[b] = _mm256_set1_epi8((char)cls->band_lo[b]);
+#define AVX2_LOAD(p) \
+  (lo = _mm256_loadu_si256((const __m256i *)(p)), hi = _mm256_loadu_si256((const __m256i *)(p) + 1))
+  BAND_PIECES(AVX2_LOAD, AVX2_BAND)
+}
+
+/* AVX-512BW: the second compare is masked by the first. */
+#define AVX512_BAND(b)                                                                   \
+  (b + 1 < cls->bands                                                                    \
+       ? _mm512_mask_cmplt_epu8_mask(b ? _mm512_cmpge_epu8_mask(all, lo_of[b]) : ~0ULL,  \
+                                     all, lo_of[b + 1])                                  \
+       : _mm512_cmpge_epu8_mask(all, lo_of[b]))
+__attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_bands_avx512(
+    dcr__classed *cls, const uint8_t *values, const uint8_t *base, uint8_t *out, size_t first,
+    size_t last) {
+  __m512i all, lo_of[DCR__BANDS_MAX];
+  for (size_t b = 0; b < cls->bands; b++) lo_of[b] = _mm512_set1_epi8((char)cls->band_lo[b]);
+#define AVX512_LOAD(p) (all = _mm512_loadu_si512((const void *)(p)))
+  BAND_PIECES(AVX512_LOAD, AVX512_BAND)
+}
+
 /* Walks [first, end) in groups if this CPU can (end - first a multiple of GROUP);
  * returns whether it did. */
 static int walk_groups(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                        uint8_t *out, size_t first, size_t end) {
   if (!__builtin_cpu_supports("bmi2") || !__builtin_cpu_supports("popcnt")) return 0;
   if (dcr__classed_vector == 1 && __builtin_cpu_supports("avx512bw"))
-    walk_groups_avx512(cls, values, base, out, first, end);
+    (cls->banded ? walk_bands_avx512 : walk_groups_avx512)(cls, values, base, out, first, end);
   else if (__builtin_cpu_supports("avx2"))
-    walk_groups_avx2(cls, values, base, out, first, end);
+    (cls->banded ? walk_bands_avx2 : walk_groups_avx2)(cls, values, base, out, first, end);
   else
     return 0;
   return 1;
@@ -490,7 +615,7 @@ void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *
       walk_groups(cls, values, base, out, first, end))
     first = end;
 #endif
-  walk_scalar(cls, values, base, out, first, last);
+  (cls->banded ? walk_bands_scalar : walk_scalar)(cls, values, base, out, first, last);
 }
 
 void dcr__classed_record(dcr__classed *cls, uint32_t *pos, uint8_t *values) {
@@ -505,29 +630,22 @@ size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint
   dcr__classed_walk(cls, values, base, NULL, 0, n);
   size_t met = cls->taken;
   dcr__classed_record(cls, NULL, NULL);
-  /* Met in element order but within a group of 64 (class by class there): an
-   * insertion sort moves each change past the few of its group met before it. */
-  unsigned esize = cls->esize;
-  for (size_t i = 1; i < met; i++) {
-    uint32_t p = pos[i];
-    if (pos[i - 1] < p) continue;
-    uint8_t v[8];
-    memcpy(v, out_values + i * esize, esize);
-    size_t j = i;
-    for (; j && pos[j - 1] > p; j--) {
-      pos[j] = pos[j - 1];
-      memcpy(out_values + j * esize, out_values + (j - 1) * esize, esize);
-    }
-    pos[j] = p;
-    memcpy(out_values + j * esize, v, esize);
-  }
+  sort_met(pos, out_values, 0, met, cls->esize);
   return met;
 }
 
 int dcr__classed_end(const dcr__classed *cls, dcr_detail *d) {
-  for (size_t s = 0; s < cls->slots; s++)
+  const char *unit = cls->banded ? "band" : "class";
+  for (size_t s = 0; s < cls->slots; s++) {
+    if (cls->slot[s].inverted && (cls->slot[s].changes || cls->slot[s].listed ||
+                                  cls->slot[s].overflow))
+      return dcr__fail(d, DCR_E_POSITION, "inverted band %u has %llu elements in the base; its "
+                       "changes and listed ranks say %llu", cls->unit[s],
+                       (unsigned long long)cls->slot[s].seen,
+                       (unsigned long long)cls->changes[s] + cls->listed[s]);
     if (cls->slot[s].changes)
-      return dcr__fail(d, DCR_E_POSITION, "a class has fewer elements in the base than its "
-                       "change at rank %llu needs", (unsigned long long)cls->slot[s].next);
+      return dcr__fail(d, DCR_E_POSITION, "a %s has fewer elements in the base than its "
+                       "change at rank %llu needs", unit, (unsigned long long)cls->slot[s].next);
+  }
   return DCR_OK;
 }

@@ -16,8 +16,13 @@
  * (id - 1) / 2 says what the values are. */
 enum { DCR__OP_XOR = 0, DCR__OP_OVERWRITE = 1, DCR__OP_DELTA = 2 };
 static inline int dcr__enc_sparse(int encoding) { return !(encoding & 1) || encoding == 7; }
+/* DELTA_CLASSED (1.2) and DELTA_BANDED (1.3): delta values named by rank among the
+ * base's elements of a unit (class, band), so their positions need the base. */
+static inline int dcr__enc_ranked(int encoding) {
+  return encoding == DCR_ENC_DELTA_CLASSED || encoding == DCR_ENC_DELTA_BANDED;
+}
 static inline int dcr__enc_op(int encoding) {
-  return encoding == DCR_ENC_DELTA_CLASSED ? DCR__OP_DELTA : (encoding - 1) / 2;
+  return dcr__enc_ranked(encoding) ? DCR__OP_DELTA : (encoding - 1) / 2;
 }
 
 /* ---- planes.c: byte planes (§9.1). `elems` values of `esize` bytes. */
@@ -49,6 +54,33 @@ DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize
  * says, at positions pos[0..last-first-1]; op is DCR__OP_XOR or DCR__OP_DELTA. */
 DCR_HIDDEN void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t *planes,
                              size_t count, size_t first, size_t last, unsigned esize, int op);
+/* The same for count values packed as elements (not planes), all applied. */
+DCR_HIDDEN void dcr__scatter_packed(uint8_t *chunk, const uint32_t *pos, const uint8_t *values,
+                                    size_t count, unsigned esize, int op);
+
+/* ---- bit streams, bit 0 of each byte first (§9.1, §9.5) */
+typedef struct {
+  uint8_t *p;
+  uint64_t acc;
+  unsigned n; /* bits in acc, < 8 between calls */
+} dcr__bit_writer;
+/* length + 7 <= 64 */
+static inline void dcr__put_bits(dcr__bit_writer *w, uint64_t bits, unsigned length) {
+  w->acc |= bits << w->n;
+  w->n += length;
+  while (w->n >= 8) {
+    *w->p++ = (uint8_t)w->acc;
+    w->acc >>= 8;
+    w->n -= 8;
+  }
+}
+/* Bits from byte i on, bit 0 first; zeros past the stream's end (i <= bytes). */
+static inline uint64_t dcr__bits_window(const uint8_t *bits, size_t bytes, size_t i) {
+  if (bytes - i >= 8) return dcr__le64(bits + i);
+  uint64_t w = 0;
+  for (unsigned j = 0; i + j < bytes; j++) w |= (uint64_t)bits[i + j] << (8 * j);
+  return w;
+}
 
 /* ---- positions.c: position streams (§9.1) */
 /* The longest position stream in an n-element chunk: the parameter byte, then at
@@ -81,12 +113,36 @@ typedef struct {
 DCR_HIDDEN void dcr__positions_start(dcr__positions_cursor *c, const uint8_t *in, size_t length);
 DCR_HIDDEN void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, size_t count);
 
+/* ---- golomb.c: DELTA_BANDED's rank streams (§9.5): Golomb-coded gaps */
+#define DCR__GOLOMB_MAX ((uint64_t)1 << 31) /* the largest divisor */
+/* Writes count (>= 1) strictly increasing positions with the divisor best for
+ * their mean gap; returns the bytes written: at most 4 more than
+ * DCR__POSITIONS_BOUND(last + 1) and 4 a position. */
+DCR_HIDDEN size_t dcr__golomb_write(uint8_t *out, const uint32_t *pos, size_t count);
+/* Checks a stream of exactly count positions below n at in[0..length) by every
+ * rule of §9.5; *used gets its length. DCR_E_POSITION otherwise. */
+DCR_HIDDEN int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n,
+                                size_t *used, dcr_detail *d);
+/* Reads a checked stream again, in batches. */
+typedef struct {
+  const uint8_t *bits;
+  size_t bytes;
+  uint64_t at, next, m, u;
+  unsigned b;
+} dcr__golomb_cursor;
+DCR_HIDDEN void dcr__golomb_start(dcr__golomb_cursor *c, const uint8_t *in, size_t length);
+DCR_HIDDEN void dcr__golomb_take(dcr__golomb_cursor *c, uint32_t *out, size_t count);
+
 /* ---- classed.c: DELTA_CLASSED (§9.4, format 1.2) */
 #define DCR__CLASSES_MAX 2048 /* 2^11: F64's exponent field */
+#define DCR__BANDS_MAX 8      /* §9.5 */
 /* The class field of a dtype: its width in bits (0: one class) and *shift. */
 DCR_HIDDEN unsigned dcr__class_bits(int dtype, unsigned *shift);
 typedef struct {
   uint32_t *offset, *seen; /* per class: where its changes go; four histograms */
+  void *bands;             /* banded.c's workspace */
+  uint32_t *listed;        /* banded.c: an inverted band's unchanged ranks */
+  size_t listed_capacity;
 } dcr__classed_encoder;
 DCR_HIDDEN int dcr__classed_encoder_init(dcr__classed_encoder *ws);
 DCR_HIDDEN void dcr__classed_encoder_free(dcr__classed_encoder *ws);
@@ -98,6 +154,15 @@ DCR_HIDDEN size_t dcr__classed_write(dcr__classed_encoder *ws, uint8_t *out, siz
                                      const uint8_t *base, int dtype, const uint32_t *pos,
                                      const uint8_t *old, const uint8_t *z, size_t count,
                                      uint32_t *ranks, uint8_t *sorted);
+/* banded.c: DELTA_BANDED (§9.5, format 1.3), the same interface: its encoder's
+ * workspace (freed with the classed encoder's), its writer, which also needs the
+ * chunk's element count n, and its streams' reader, after which the walk below
+ * finds its changes. */
+DCR_HIDDEN void *dcr__banded_workspace(void);
+DCR_HIDDEN size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity,
+                                    const uint8_t *base, size_t n, int dtype,
+                                    const uint32_t *pos, const uint8_t *old, const uint8_t *z,
+                                    size_t count, uint32_t *ranks, uint8_t *sorted);
 typedef struct dcr__classed dcr__classed;
 DCR_HIDDEN int dcr__classed_decoder_init(dcr__classed **cls);
 DCR_HIDDEN void dcr__classed_decoder_free(dcr__classed *cls);
@@ -108,6 +173,9 @@ DCR_HIDDEN void dcr__classed_decoder_free(dcr__classed *cls);
 DCR_HIDDEN int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length,
                                     int dtype, size_t n, size_t count, uint8_t *values,
                                     const volatile int *cancel, dcr_detail *d);
+DCR_HIDDEN int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length,
+                                   int dtype, size_t n, size_t count, uint8_t *values,
+                                   const volatile int *cancel, dcr_detail *d);
 /* The apply stage, after dcr__classed_streams: elements first..last-1 (walked in
  * order, from 0, over calls) read from base, their changes written to out (which
  * may be base). dcr__classed_end then says whether every change was met. */
@@ -154,7 +222,8 @@ typedef struct {
   uint8_t *trial, *best;       /* candidate encoded data */
   size_t trial_capacity;
   uint8_t *base_pieces, *target_pieces;
-  int classed;                 /* DELTA_CLASSED may be chosen (a 1.2 bundle) */
+  int classed;                 /* the bundle's minor: 2 lets DELTA_CLASSED be chosen, 3
+                                * DELTA_BANDED instead; less, neither */
   dcr__classed_encoder cw;
 } dcr__chunk_encoder;
 

@@ -154,10 +154,12 @@ static int build_manifest(encoder *e, dcr_detail *d) {
                      "asked for", minor, t->kind == DCR_KIND_SET ? "a checkpoint set"
                                                                  : "a dtype added in 1.1",
                      DCR_FORMAT_MAJOR, e->opt->max_minor);
-  /* R-WRT-4 as 1.2 words it: the header is written before any chunk is coded, so
-   * a bundle is 1.2 when its chunks may be DELTA_CLASSED, which is when a tensor is
-   * coded against its base and 1.2 is allowed. */
-  if (e->opt->max_minor >= 2 && minor < 2 && dcr__manifest_has_base_coded(&e->man)) minor = 2;
+  /* R-WRT-4 as 1.2 and 1.3 word it: the header is written before any chunk is
+   * coded, so a bundle is 1.2 (1.3) when its chunks may be DELTA_CLASSED
+   * (DELTA_BANDED), which is when a tensor is coded against its base and that
+   * version is allowed. */
+  if (e->opt->max_minor >= 2 && minor < 2 && dcr__manifest_has_base_coded(&e->man))
+    minor = (unsigned)e->opt->max_minor; /* 2: DELTA_CLASSED; 3: DELTA_BANDED */
   e->w.minor = minor;
   e->stats.format_minor = minor;
   return DCR_OK;
@@ -217,6 +219,7 @@ static int emit_chunk(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
   dcr__chunk_record_write(rec, c);
   e->stats.changed_chunks++;
   if (s->out.encoding == DCR_ENC_DELTA_CLASSED) e->stats.chunks_delta_classed++;
+  else if (s->out.encoding == DCR_ENC_DELTA_BANDED) e->stats.chunks_delta_banded++;
   else e->stats.chunks_by_encoding[s->out.encoding]++;
   return dcr__writer_section(&e->w, DCR__SEC_CHNK, rec, sizeof rec, s->out.data, s->out.length,
                              &c->offset, d);
@@ -381,7 +384,8 @@ static int make_slots(encoder *e, size_t count, dcr_detail *d) {
     s->base_buffer = malloc(e->buffer_size);
     s->target_buffer = malloc(e->buffer_size);
     if (!s->base_buffer || !s->target_buffer ||
-        dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level, e->w.minor >= 2))
+        dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level,
+                                e->w.minor >= 2 ? (int)e->w.minor : 0))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
   }
   return DCR_OK;

@@ -223,7 +223,7 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
     return DCR_OK; /* the input is the result */
   }
   if (sparse) {
-    if (p->spec.keep && c->encoding == DCR_ENC_DELTA_CLASSED) {
+    if (p->spec.keep && dcr__enc_ranked(c->encoding)) {
       uint32_t *pos = NULL;
       uint8_t *values = NULL;
       p->spec.keep(p->spec.ctx, s->chunk.job, &pos, &values);

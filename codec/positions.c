@@ -44,33 +44,17 @@ size_t dcr__positions_size(const uint32_t *pos, size_t count) {
   return 1 + (size_t)((rice_bits(pos, count, best_k(pos, count)) + 7) / 8);
 }
 
-typedef struct {
-  uint8_t *p;
-  uint64_t acc;
-  unsigned n; /* bits in acc, < 8 between calls */
-} bit_writer;
-
-static inline void put_bits(bit_writer *w, uint64_t bits, unsigned length) {
-  w->acc |= bits << w->n;
-  w->n += length;
-  while (w->n >= 8) {
-    *w->p++ = (uint8_t)w->acc;
-    w->acc >>= 8;
-    w->n -= 8;
-  }
-}
-
 size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count) {
   unsigned k = best_k(pos, count);
-  bit_writer w = {out + 1, 0, 0};
+  dcr__bit_writer w = {out + 1, 0, 0};
   out[0] = (uint8_t)k;
   uint32_t next = 0; /* smallest position the next one may take */
   for (size_t i = 0; i < count; i++) {
     uint32_t v = pos[i] - next, q = v >> k;
     next = pos[i] + 1;
-    for (; q >= 32; q -= 32) put_bits(&w, 0xFFFFFFFFu, 32);
-    put_bits(&w, ((uint64_t)1 << q) - 1, q + 1); /* q ones, then a zero */
-    put_bits(&w, v & (((uint64_t)1 << k) - 1), k);
+    for (; q >= 32; q -= 32) dcr__put_bits(&w, 0xFFFFFFFFu, 32);
+    dcr__put_bits(&w, ((uint64_t)1 << q) - 1, q + 1); /* q ones, then a zero */
+    dcr__put_bits(&w, v & (((uint64_t)1 << k) - 1), k);
   }
   if (w.n) *w.p++ = (uint8_t)w.acc;
   return (size_t)(w.p - out);
@@ -82,14 +66,6 @@ size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count) {
  * ctz for the quotient and a shift for the low bits, without refilling between
  * them. A code that no word holds whole (a long quotient, or the stream's end)
  * goes to long_gap, which reads it as a bit-by-bit reader would, errors included. */
-
-/* Bits from byte i on, bit 0 first; zeros past the stream's end (i <= bytes). */
-static inline uint64_t window(const uint8_t *bits, size_t bytes, size_t i) {
-  if (bytes - i >= 8) return dcr__le64(bits + i);
-  uint64_t w = 0;
-  for (unsigned j = 0; i + j < bytes; j++) w |= (uint64_t)bits[i + j] << (8 * j);
-  return w;
-}
 
 enum { GAP_OK, GAP_ENDS, GAP_PAST };
 
@@ -105,7 +81,7 @@ static int long_gap(const uint8_t *bits, size_t bytes, uint64_t from, uint64_t n
   for (;;) { /* 56 bits a step: a word shifted by up to 7 still holds them */
     uint64_t b = from + ones;
     unsigned run = (unsigned)__builtin_ctzll(
-        ~(window(bits, bytes, (size_t)(b >> 3)) >> (b & 7)) | (uint64_t)1 << 56);
+        ~(dcr__bits_window(bits, bytes, (size_t)(b >> 3)) >> (b & 7)) | (uint64_t)1 << 56);
     ones += run;
     if (run < 56 || ones >= n) break; /* past the end, bits read as zeros: runs stop there */
   }
@@ -113,7 +89,7 @@ static int long_gap(const uint8_t *bits, size_t bytes, uint64_t from, uint64_t n
   if (total - from - ones < 1 + (uint64_t)k) return GAP_ENDS;
   uint64_t b = from + ones + 1;
   *q = ones;
-  *low = (window(bits, bytes, (size_t)(b >> 3)) >> (b & 7)) & (((uint64_t)1 << k) - 1);
+  *low = (dcr__bits_window(bits, bytes, (size_t)(b >> 3)) >> (b & 7)) & (((uint64_t)1 << k) - 1);
   *end = b + k;
   return GAP_OK;
 }
@@ -151,7 +127,7 @@ static inline __attribute__((always_inline)) int gaps(const uint8_t *bits, size_
   int rc = GAP_OK;
   while (j < count) {
     size_t byte = (size_t)(g->at >> 3);
-    uint64_t w = window(bits, bytes, byte);
+    uint64_t w = dcr__bits_window(bits, bytes, byte);
     /* Codes end by bit 62 of the word, so that bit 63, set in zeros, stands for
      * "no zero-bit left" and is never taken for a terminator; at the stream's end,
      * by its last bit. */

@@ -12,25 +12,54 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dcr needs a little-en
 
 #define AHEAD 16 /* elements: changes are ~100 apart, so each is a cache miss */
 
-#define SCATTER(T)                                                               \
+/* VALUE(T, i) is the i-th value (planes: byte b of value i is planes[b·count + i];
+ * packed: the i-th element of values). */
+#define FROM_PLANES(T, i) from_planes_##T(planes, count, i)
+#define FROM_PACKED(T, i) from_packed_##T(planes, i)
+#define SCATTER(T, VALUE)                                                        \
   for (size_t i = first; i < last; i++) {                                        \
-    T v = 0, e;                                                                  \
+    T v = VALUE(T, i), e;                                                        \
     if (i + AHEAD < last)                                                        \
       __builtin_prefetch(chunk + (size_t)pos[i + AHEAD - first] * sizeof(T), 1); \
-    for (unsigned b = 0; b < sizeof(T); b++) v |= (T)((T)planes[b * count + i] << (8 * b)); \
     uint8_t *p = chunk + (size_t)pos[i - first] * sizeof(T);                     \
     memcpy(&e, p, sizeof(T));                                                    \
     e = op == DCR__OP_XOR ? (T)(e ^ v)                                           \
                           : DCR__KEY(T, (T)(DCR__KEY(T, e) + DCR__UNZIGZAG(T, v))); \
     memcpy(p, &e, sizeof(T));                                                    \
   }
+#define LOADERS(T)                                                               \
+  static inline T from_planes_##T(const uint8_t *planes, size_t count, size_t i) { \
+    T v = 0;                                                                     \
+    for (unsigned b = 0; b < sizeof(T); b++) v |= (T)((T)planes[b * count + i] << (8 * b)); \
+    return v;                                                                    \
+  }                                                                              \
+  static inline T from_packed_##T(const uint8_t *values, size_t i) {             \
+    T v;                                                                         \
+    memcpy(&v, values + i * sizeof(T), sizeof(T));                               \
+    return v;                                                                    \
+  }
+LOADERS(uint8_t)
+LOADERS(uint16_t)
+LOADERS(uint32_t)
+LOADERS(uint64_t)
 
 void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t *planes, size_t count,
                   size_t first, size_t last, unsigned esize, int op) {
   switch (esize) {
-    case 1: SCATTER(uint8_t) break;
-    case 2: SCATTER(uint16_t) break;
-    case 4: SCATTER(uint32_t) break;
-    default: SCATTER(uint64_t) break;
+    case 1: SCATTER(uint8_t, FROM_PLANES) break;
+    case 2: SCATTER(uint16_t, FROM_PLANES) break;
+    case 4: SCATTER(uint32_t, FROM_PLANES) break;
+    default: SCATTER(uint64_t, FROM_PLANES) break;
+  }
+}
+
+void dcr__scatter_packed(uint8_t *chunk, const uint32_t *pos, const uint8_t *planes,
+                         size_t count, unsigned esize, int op) {
+  size_t first = 0, last = count;
+  switch (esize) {
+    case 1: SCATTER(uint8_t, FROM_PACKED) break;
+    case 2: SCATTER(uint16_t, FROM_PACKED) break;
+    case 4: SCATTER(uint32_t, FROM_PACKED) break;
+    default: SCATTER(uint64_t, FROM_PACKED) break;
   }
 }

@@ -85,6 +85,6 @@ int dcr__chunk_check(const dcr__chunk *c, const dcr__manifest *m, dcr_detail *d)
 const char *dcr_encoding_name(int encoding) {
   static const char *const names[DCR_ENC_COUNT] = {
       NULL, "XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE",
-      "DELTA_SPARSE", "DELTA_CLASSED"};
+      "DELTA_SPARSE", "DELTA_CLASSED", "DELTA_BANDED"};
   return encoding > 0 && encoding < DCR_ENC_COUNT ? names[encoding] : NULL;
 }

@@ -45,7 +45,7 @@ extern "C" {
 #define DCR_ABI_VERSION 1
 
 #define DCR_FORMAT_MAJOR 1
-#define DCR_FORMAT_MINOR 2
+#define DCR_FORMAT_MINOR 3
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #define DCR_API __attribute__((visibility("default")))
@@ -172,9 +172,10 @@ typedef enum {
   DCR_ENC_OVERWRITE_SPARSE = 4,
   DCR_ENC_DELTA_DENSE = 5,
   DCR_ENC_DELTA_SPARSE = 6,
-  DCR_ENC_DELTA_CLASSED = 7 /* format 1.2: needs the base to find its positions */
+  DCR_ENC_DELTA_CLASSED = 7, /* format 1.2: needs the base to find its positions */
+  DCR_ENC_DELTA_BANDED = 8   /* format 1.3: the same, cheaper to apply */
 } dcr_encoding;
-#define DCR_ENC_COUNT 8 /* one past the highest id */
+#define DCR_ENC_COUNT 9 /* one past the highest id */
 
 typedef enum { DCR_COMP_NONE = 0, DCR_COMP_ZSTD = 1 } dcr_compression;
 
@@ -242,7 +243,8 @@ typedef struct {
   uint64_t tensors_resized;   /* coded against their base's common prefix (1.1) */
   uint64_t format_minor;      /* the bundle's format version is 1.format_minor */
   uint64_t chunks_delta_classed; /* chunks coded DELTA_CLASSED (1.2) */
-  uint64_t reserved_[5];
+  uint64_t chunks_delta_banded;  /* chunks coded DELTA_BANDED (1.3) */
+  uint64_t reserved_[4];
 } dcr_encode_stats;
 
 /* Encodes base → target into the sink. Reads each input once, in chunks; memory

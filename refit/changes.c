@@ -69,9 +69,10 @@ static int chunk_base(dcr_changes *it, const dcr__chunk *c, size_t bytes, const 
   uint64_t at = (uint64_t)c->chunk * r->man.chunk_size;
   size_t kept = (size_t)dcr__entry_base_span(e, at, bytes);
   if (kept && !it->resolve)
-    return dcr__fail(d, DCR_E_ARGUMENT, "chunk is DELTA_CLASSED (format 1.2), whose positions "
-                     "depend on the base: give the base (dcr_changes_set_base), apply it with "
-                     "the library (dcr_patch_memory), or encode the bundle with format 1.1");
+    return dcr__fail(d, DCR_E_ARGUMENT, "chunk is %s (format 1.%d), whose positions depend on "
+                     "the base: give the base (dcr_changes_set_base), apply it with the library "
+                     "(dcr_patch_memory), or encode the bundle with format 1.1",
+                     dcr_encoding_name(c->encoding), c->encoding == DCR_ENC_DELTA_BANDED ? 3 : 2);
   if (kept && it->held != c->tensor) {
     dcr_tensor_info t;
     dcr_reader_tensor(r, c->tensor, &t);
@@ -134,7 +135,7 @@ int dcr_changes_next(dcr_changes *it, const dcr_change **out, dcr_detail *d) {
   int rc = dcr__chunk_payload(r, c, &it->scratch, &it->scratch_capacity, &payload, d);
   const uint8_t *data = payload + DCR__RECORD_SIZE;
   size_t length = (size_t)c->payload_length - DCR__RECORD_SIZE;
-  int classed = c->encoding == DCR_ENC_DELTA_CLASSED;
+  int classed = dcr__enc_ranked(c->encoding);
   if (!rc) rc = dcr__chunk_streams(&it->dec, c, data, length, e->target.dtype, n, &planes, d);
   if (!rc) rc = classed ? classed_positions(it, c, planes, n, d)
                         : dcr__apply_streams(&it->dec, c, planes, e->target.dtype, n, NULL, d);

@@ -213,8 +213,7 @@ static void patch_job(void *ctx, size_t j, unsigned worker) {
     unsigned esize = dcr_dtype_size(e->target.dtype);
     const uint32_t *pos = (const uint32_t *)(const void *)keep;
     const uint8_t *values = keep + c->count * sizeof(uint32_t);
-    for (size_t i = 0; i < c->count; i++)
-      dcr__delta_apply(chunk + (size_t)pos[i] * esize, values + i * esize, esize);
+    dcr__scatter_packed(chunk, pos, values, c->count, esize, DCR__OP_DELTA);
     pt->rc[slot] = DCR_OK;
     return;
   }

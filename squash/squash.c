@@ -404,9 +404,10 @@ static int compose(squasher *s, slot *sl, const job *jb, const dcr__chunk *const
     const uint8_t *data, *planes = NULL;
     size_t length;
     if (!c) continue;
-    if (c->encoding == DCR_ENC_DELTA_CLASSED)
-      rc = dcr__fail(d, DCR_E_ARGUMENT, "DELTA_CLASSED chunk (format 1.2): its positions depend "
-                     "on this bundle's base, so composing it needs the base");
+    if (dcr__enc_ranked(c->encoding))
+      rc = dcr__fail(d, DCR_E_ARGUMENT, "%s chunk (format 1.%d): its positions depend on this "
+                     "bundle's base, so composing it needs the base",
+                     dcr_encoding_name(c->encoding), c->encoding == DCR_ENC_DELTA_BANDED ? 3 : 2);
     if (!rc) rc = chunk_data(sl, s->r[j], c, &data, &length, d);
     if (!rc) rc = dcr__chunk_streams(&sl->dec, c, data, length, dtype, n, &planes, d);
     /* checked without a chunk, every position is left in dec.pos */
@@ -440,7 +441,10 @@ static int make_chunk(squasher *s, slot *sl, const job *jb, dcr_detail *d) {
   /* §8.2: the bundles between first and last leave the chunk's bytes as they are */
   sl->out.base_check = first->base_check;
   sl->out.target_check = last->target_check;
-  if (carriers == 1 && (first->encoding != DCR_ENC_DELTA_CLASSED || s->max_minor >= 2)) {
+  int needs = first->encoding == DCR_ENC_DELTA_BANDED    ? 3
+              : first->encoding == DCR_ENC_DELTA_CLASSED ? 2
+                                                         : 0;
+  if (carriers == 1 && s->max_minor >= needs) {
     int dtype = s->man.entries[jb->entry].target.dtype;
     int rc = chunk_data(sl, s->r[only], first, &sl->data, &sl->length, d);
     /* the chunk stage (§15.4): the copy must be a valid chunk */
@@ -490,6 +494,7 @@ static int take_job(void *ctx, size_t j, dcr_detail *d) {
   s->stats.changed_chunks++;
   s->stats.changed_elements += c->count;
   if (c->encoding == DCR_ENC_DELTA_CLASSED) s->stats.chunks_delta_classed++;
+  else if (c->encoding == DCR_ENC_DELTA_BANDED) s->stats.chunks_delta_banded++;
   else s->stats.chunks_by_encoding[c->encoding]++;
   return dcr__writer_section(&s->w, DCR__SEC_CHNK, rec, sizeof rec, sl->data, sl->length,
                              &c->offset, d);
@@ -500,9 +505,9 @@ static int make_slots(squasher *s, size_t count, dcr_detail *d) {
   s->slot_count = count;
   s->slots = calloc(count, sizeof *s->slots);
   if (!s->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
-  /* DELTA_CLASSED is a candidate when the result may be 1.2 and the base is there
-   * to rebuild chunks against */
-  int classed = s->max_minor >= 2 && s->base;
+  /* DELTA_CLASSED (DELTA_BANDED) is a candidate when the result may be 1.2 (1.3)
+   * and the base is there to rebuild chunks against */
+  int classed = s->max_minor >= 2 && s->base ? s->max_minor : 0;
   for (size_t i = 0; i < count; i++) {
     slot *sl = &s->slots[i];
     sl->base = malloc(cs);
@@ -610,13 +615,14 @@ int dcr_squash(const char *const *bundle_paths, size_t count, const char *base_p
   }
   if (!rc) rc = dcr__pool_stream(pool, s.job_count, run_job, take_job, &s, opt->cancel, d);
   if (!rc) rc = dcr__write_tail(&s.w, &s.man, s.index.records, s.index.count, d);
-  /* R-WRT-4: 1.2 only if a chunk is DELTA_CLASSED, which is known once every chunk
-   * is made; the header has no check over the rest of the file, so it is written
-   * again (the output is a file of our own, not a stream). */
-  if (!rc && s.stats.chunks_delta_classed && s.w.minor < 2) {
+  /* R-WRT-4: 1.2 (1.3) only if a chunk is DELTA_CLASSED (DELTA_BANDED), which is
+   * known once every chunk is made; the header has no check over the rest of the
+   * file, so it is written again (the output is a file of our own, not a stream). */
+  unsigned needed = s.stats.chunks_delta_banded ? 3 : s.stats.chunks_delta_classed ? 2 : 0;
+  if (!rc && needed > s.w.minor) {
     uint8_t h[DCR__HEADER_SIZE];
-    dcr__header_write(h, s.w.minor = 2);
-    s.stats.format_minor = 2;
+    dcr__header_write(h, s.w.minor = needed);
+    s.stats.format_minor = needed;
     rc = dcr__pwrite_full(f.out.fd, h, sizeof h, 0, d);
   }
   if (rc == DCR_E_IO && f.error) { /* the output's fault: say so, and why */

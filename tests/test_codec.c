@@ -188,27 +188,29 @@ static int decode(const dcr__chunk *c, const uint8_t *data, size_t length, unsig
 
 static const unsigned esizes[] = {1, 2, 4, 8};
 
-/* ---- DELTA_CLASSED walks (§9.4) ------------------------------------------- */
+/* ---- DELTA_CLASSED and DELTA_BANDED walks (§9.4, §9.5) ------------------- */
 
-/* Every walk (scalar, and the group walks with AVX2 and AVX-512BW where the CPU
+/* For both encodings, every walk (scalar, and the group walks with AVX2 and AVX-512BW where the CPU
  * has them) finds the same changes: for each dtype class, a base whose class field
  * spans `spread` classes (20: the group walks; 256 and more: past their limit, so
  * the scalar walk starts and hands over once classes run out of changes), changes
  * of 1 to 3 units at several rates, walked in pieces of 4096 bytes and of an odd
- * number of elements; each gives the target, and every way agrees. The walk of
- * dcr_changes finds each change's position and value, in element order. */
+ * number of elements; each gives the target, and every way agrees (at 80% the
+ * bands are inverted). The walk of dcr_changes finds each change's position and
+ * value, in element order. */
 static void test_classed_walks_agree(void **state) {
   (void)state;
   static const char *dtypes[] = {"BF16", "F16", "F32", "F64", "C64", "F8_E4M3", "F8_E5M2",
                                  "F8_E8M0", "I32", "U8"};
   static const int modes[] = {0, 2, 1};
   static const unsigned spreads[] = {20, 4096};
-  static const unsigned per_mille[] = {2, 50, 300};
+  static const unsigned per_mille[] = {2, 50, 300, 800};
   const size_t n = 4101; /* a tail past the last group of 64 */
   rng_seed(31);
+  for (int enc = DCR_ENC_DELTA_CLASSED; enc <= DCR_ENC_DELTA_BANDED; enc++)
   for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
     for (size_t sp = 0; sp < 2; sp++)
-      for (size_t pr = 0; pr < 3; pr++) {
+      for (size_t pr = 0; pr < 4; pr++) {
         int dtype = dcr_dtype_from_name(dtypes[t], strlen(dtypes[t]));
         unsigned esize = dcr_dtype_size(dtype), shift, bits = dcr__class_bits(dtype, &shift);
         uint64_t field = bits ? (((uint64_t)1 << bits) - 1) << shift : 0;
@@ -240,9 +242,18 @@ static void test_classed_walks_agree(void **state) {
         assert_int_equal(dcr__classed_encoder_init(&ws), DCR_OK);
         size_t capacity = 64 + 16 * n * esize;
         uint8_t *data = xmalloc(capacity);
-        size_t length = dcr__classed_write(&ws, data, capacity, base, dtype, pos, old, z, count,
-                                           ranks, sorted);
+        size_t length =
+            enc == DCR_ENC_DELTA_BANDED
+                ? dcr__banded_write(&ws, data, capacity, base, n, dtype, pos, old, z, count, ranks,
+                                    sorted)
+                : dcr__classed_write(&ws, data, capacity, base, dtype, pos, old, z, count, ranks,
+                                     sorted);
         assert_true(length != SIZE_MAX);
+        int (*streams)(dcr__classed *, const uint8_t *, size_t, int, size_t, size_t, uint8_t *,
+                       const volatile int *, dcr_detail *) =
+            enc == DCR_ENC_DELTA_BANDED ? dcr__banded_streams : dcr__classed_streams;
+        if (enc == DCR_ENC_DELTA_BANDED && per_mille[pr] == 800) /* the inverted bands' byte */
+          assert_int_not_equal(data[1 + 2 * (data[0] - 1) + 4 * data[0]], 0);
         dcr__classed *cls;
         assert_int_equal(dcr__classed_decoder_init(&cls), DCR_OK);
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
@@ -250,23 +261,21 @@ static void test_classed_walks_agree(void **state) {
             dcr_detail d;
             dcr__detail_init(&d);
             dcr__classed_vector = modes[m];
-            assert_int_equal(dcr__classed_streams(cls, data, length, dtype, n, count, values, NULL,
-                                                  &d), DCR_OK);
+            assert_int_equal(streams(cls, data, length, dtype, n, count, values, NULL, &d), DCR_OK);
             memcpy(out, base, n * esize);
             size_t step = piece ? 333 : 4096 / esize;
             for (size_t at = 0; at < n; at += step)
               dcr__classed_walk(cls, values, out, out, at, at + step < n ? at + step : n);
             assert_int_equal(dcr__classed_end(cls, &d), DCR_OK);
             if (memcmp(out, target, n * esize))
-              fail_msg("%s, %u classes, %u per mille, walk %d, pieces of %zu: not the target",
-                       dtypes[t], spreads[sp], per_mille[pr], modes[m], step);
+              fail_msg("encoding %d, %s, %u classes, %u per mille, walk %d, pieces of %zu: not "
+                       "the target", enc, dtypes[t], spreads[sp], per_mille[pr], modes[m], step);
           }
         /* dcr_changes' walk: every change, in element order, with its value */
         dcr_detail d;
         dcr__detail_init(&d);
         uint32_t *met = xmalloc(n * sizeof *met);
-        assert_int_equal(dcr__classed_streams(cls, data, length, dtype, n, count, values, NULL, &d),
-                         DCR_OK);
+        assert_int_equal(streams(cls, data, length, dtype, n, count, values, NULL, &d), DCR_OK);
         assert_int_equal(dcr__classed_collect(cls, values, base, n, met, sorted), count);
         assert_int_equal(dcr__classed_end(cls, &d), DCR_OK);
         assert_memory_equal(met, pos, count * sizeof *pos);
@@ -746,7 +755,7 @@ static void test_enc1_unknown_encoding_or_compression_is_rejected(void **state) 
   fixture_init(&f);
   uint32_t count;
   size_t length = build_encoded(DCR_ENC_XOR_DENSE, 0, f.base, f.target, FX_N, FX_E, f.data, &count);
-  const int bad_enc[] = {0, DCR_ENC_COUNT, 9, 255};
+  const int bad_enc[] = {0, DCR_ENC_COUNT, 10, 255};
   for (size_t i = 0; i < sizeof bad_enc / sizeof bad_enc[0]; i++) {
     dcr__chunk c = record(bad_enc[i], 0, count);
     assert_int_equal(decode(&c, f.data, length, FX_E, FX_N, NULL), DCR_E_ENCODING);
