@@ -31,7 +31,7 @@ static const char usage[] =
     "      --runs N         runs per figure (default 3)\n"
     "      --chunk-size N   as for encode (default 4M)\n"
     "      --level N        as for encode (default 3)\n"
-    "      --format V       as for encode: 1.1 measures bundles without DELTA_CLASSED\n"
+    "      --format V       as for encode: 1.1 measures bundles without DELTA_BANDED\n"
     "      --json           print the results as one JSON document on stdout\n";
 
 typedef struct {

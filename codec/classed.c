@@ -379,18 +379,6 @@ static void walk_bands_scalar(dcr__classed *cls, const uint8_t *values, const ui
   BY_DTYPE(WALK_BANDS)
 }
 
-/* ---- the group walk: the same changes, found 64 elements at a time.
- *
- * The scalar walk's cost is a load-increment-store chain on one class's count per
- * element (~1-2 ns). Here the classes of 64 elements are taken at once (as bytes),
- * and each class that still has changes gets the 64-bit mask of its elements in
- * the group: if the mask has no more of them than the class must still pass, its
- * count drops by the mask's popcount; otherwise the change is the mask's left[c]-th
- * set bit. Its cost grows with the classes still active (a chunk of realistic
- * weights lists some twenty), so past GROUP_CLASSES_MAX the scalar walk goes on.
- * It needs AVX2 (or AVX-512BW), BMI2 and POPCNT, chosen at run time; elsewhere
- * (and in portable C the masks cost more than the scalar walk) the scalar walk
- * runs. */
 /* Changes met [from, to) put in element order: met in order but within a group of
  * 64 (or a piece, for bands) unit by unit, an insertion sort moves each past the
  * few met before it. */
@@ -410,6 +398,19 @@ static void sort_met(uint32_t *pos, uint8_t *values, size_t from, size_t to, uns
   }
 }
 
+/* ---- the group walk: the same changes, found 64 elements at a time.
+ *
+ * The scalar walk's cost is a load-increment-store chain on one class's count per
+ * element (~1-2 ns). Here the classes of 64 elements are taken at once (as bytes),
+ * and each class that still has changes gets the 64-bit mask of its elements in
+ * the group: if the mask has no more of them than the class must still pass, its
+ * count drops by the mask's popcount; otherwise the change is the mask's left[c]-th
+ * set bit. Its cost grows with the classes still active (a chunk of realistic
+ * weights lists some twenty), so past GROUP_CLASSES_MAX the scalar walk goes on.
+ * It needs AVX2 (or AVX-512BW), BMI2 and POPCNT, chosen at run time; elsewhere
+ * (and in portable C the masks cost more than the scalar walk) the scalar walk
+ * runs. Bands (1.3) are at most 8 ranges of classes, walked the same way a piece
+ * at a time (BAND_PIECES below). */
 int dcr__classed_vector = 1;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

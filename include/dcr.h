@@ -689,8 +689,9 @@ DCR_API int dcr_changes_open(dcr_changes **changes, dcr_reader *reader, dcr_deta
 DCR_API int dcr_changes_next(dcr_changes *changes, const dcr_change **change,
                              dcr_detail *detail);
 DCR_API void dcr_changes_free(dcr_changes *changes);
-/* DELTA_CLASSED chunks (format 1.2, SPEC.md §9.4) name their changes by rank among
- * the chunk's base elements of a class: their positions exist only given the base,
+/* DELTA_BANDED chunks (format 1.3, the default, SPEC.md §9.5) and DELTA_CLASSED ones
+ * (1.2, §9.4) name their changes by rank among the chunk's base elements of a band
+ * or class of exponents: their positions exist only given the base,
  * so dcr_changes_next fails on one with DCR_E_ARGUMENT unless a base resolver is set
  * here (a chunk of a tensor coded against zeros needs none). resolve (dcr_resolve_fn,
  * on the calling thread, from dcr_changes_next) is asked for an entry when its
@@ -698,7 +699,7 @@ DCR_API void dcr_changes_free(dcr_changes *changes);
  * the caller holds it, base.byte_length bytes in host memory, only read, valid until
  * the iterator moves to another entry. Such a chunk is then handed out as op
  * DCR_OP_DELTA with positions (increasing) and values in their order. Cost, per
- * DELTA_CLASSED chunk: its base bytes are hashed and must give base_check (else
+ * such chunk: its base bytes are hashed and must give base_check (else
  * DCR_E_BASE_MISMATCH: a wrong base is refused, not turned into wrong positions),
  * then walked once, element by element, about as much CPU as applying the chunk
  * with dcr_patch_memory; a caller whose base lives on an accelerator copies it to
@@ -921,7 +922,7 @@ DCR_API void dcr_squash_options_default(dcr_squash_options *options);
  * before (else DCR_E_BASE_MISMATCH, naming the two). The result has b1's base side,
  * bn's target side, prefix and metadata. Chunks are composed without the base
  * where their changes compose (XOR with XOR, ULP delta with ULP delta, an overwrite
- * touched once); where they do not (DELTA_CLASSED chunks, mixed changes, tensors
+ * touched once); where they do not (DELTA_BANDED and DELTA_CLASSED chunks, mixed changes, tensors
  * added, recoded or resized along the chain) the chunk is rebuilt from the base
  * at base_path, which is then checked whole (DCR_E_BASE_MISMATCH) before anything is
  * written; without one such a chunk fails with DCR_E_ARGUMENT, naming it. For sets

@@ -25,7 +25,7 @@ python3 "$MKSET" b.st B && python3 "$MKSET" t.st T --reverse --move model.embed_
 t_round_trip() {
   run encode B T -o s.dcr -q; want_rc 0 "encode B T" || return
   run inspect --json s.dcr; want_rc 0 inspect
-  [ "$(jget o 'j["format_version"]')" = 1.2 ] || fail "a set whose shards change is format 1.2 (1.1 at least, DELTA_CLASSED allowed)"
+  [ "$(jget o 'j["format_version"]')" = 1.3 ] || fail "a set whose shards change is format 1.3 (1.1 at least, DELTA_BANDED allowed)"
   [ "$(jget o 'j["kind"]')" = set ] || fail "kind set"
   [ "$(jget o 'len(j["members"])')" = 9 ] || fail "9 members: $(jget o 'len(j["members"])')"
   # the tensor that moved to another shard is coded against its base bytes
@@ -124,7 +124,7 @@ for n, d, s, blob in base:
 write("d0.st", base); write("d1.st", target)
 EOF
   run encode d0.st d1.st -o d.dcr --json; want_rc 0 "encode the 1.1 dtypes" || return
-  [ "$(jget o 'j["format"]')" = 1.2 ] || fail "changed tensors may be DELTA_CLASSED: 1.2"
+  [ "$(jget o 'j["format"]')" = 1.3 ] || fail "changed tensors may be DELTA_BANDED: 1.3"
   run encode d0.st d1.st -o d11.dcr --format 1.1 --json; want_rc 0 "--format 1.1"
   [ "$(jget o 'j["format"]')" = 1.1 ] || fail "new dtypes need 1.1"
   run apply d0.st d11.dcr -o d3.st; want_rc 0 "apply 1.1"; cmp -s d1.st d3.st || fail "1.1 dtype round trip"

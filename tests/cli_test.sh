@@ -48,7 +48,7 @@ CODES = ["DCR_OK", "DCR_E_IO", "DCR_E_NOMEM", "DCR_E_ARGUMENT", "DCR_E_TRUNCATED
          "DCR_E_BASE_MISMATCH", "DCR_E_TARGET_MISMATCH", "DCR_E_CHECKPOINT",
          "DCR_E_INTERRUPTED"]
 ENCODINGS = {"XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE", "DELTA_SPARSE",
-             "DELTA_CLASSED"}
+             "DELTA_CLASSED", "DELTA_BANDED"}
 CRITICAL = {"MANI": True, "RSIZ": True, "META": False, "CHNK": True, "IDEN": True, "INDX": True,
             "SIGN": False, "FOOT": True}
 
@@ -141,13 +141,13 @@ def cmd_inspect(a):
     expect(isinstance(j, dict), "inspect --json: not an object")
     missing = keys - set(j)
     expect(not missing, "inspect --json: missing keys %s" % sorted(missing))
-    # §12: 1.2 when a tensor is coded against base bytes (DELTA_CLASSED may be used),
+    # §12: 1.3 when a tensor is coded against base bytes (DELTA_BANDED may be used),
     # else 1.1 for resized tensors, else 1.0
     tensors = j.get("tensors", [])
     resized = any(t.get("status") == "resized" for t in tensors)
     base_coded = resized or any(t.get("status") in ("changed", "unchanged", "reshaped") and
                                 t["target"]["byte_length"] > 0 for t in tensors)
-    want = "1.2" if base_coded else "1.1" if resized else "1.0"
+    want = "1.3" if base_coded else "1.1" if resized else "1.0"
     expect(j["format_version"] == want, "format_version %r, expected %r (resized tensors: %r)"
            % (j["format_version"], want, resized))
     expect(j["bundle_size"] == size, "bundle_size %r, file is %d" % (j["bundle_size"], size))

@@ -1813,7 +1813,7 @@ static void test_bundle_raw_round_trip_and_corruption(void **state) {
   assert_int_equal(encode_to(t.base, t.target, 4096, 3, 1, 0, NULL, 0, &s, &stats), DCR_OK);
   assert_int_equal(stats.tensors_recoded, 0); /* resized (§6.5): against its base bytes */
   assert_int_equal(stats.tensors_resized, 1);
-  assert_int_equal(stats.format_minor, 2); /* coded against base bytes: DELTA_CLASSED may be used */
+  assert_int_equal(stats.format_minor, 3); /* coded against base bytes: DELTA_BANDED may be used */
   check_info(s.data, s.size, &stats, RAW_SIZE - 999, 0);
   apply_and_compare(s.data, s.size, &t, target, RAW_SIZE - 999);
   free(s.data);

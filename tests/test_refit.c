@@ -1588,16 +1588,16 @@ static void test_inplace_none_rerun_after_recovery_is_target(void **state) {
   free(j);
 }
 
-/* ---- DELTA_CLASSED (§9.4, format 1.2) -------------------------------------- */
+/* ---- DELTA_BANDED and DELTA_CLASSED (§9.5, §9.4; formats 1.3, 1.2) ---------- */
 
 /* A step as an optimizer makes it, on weights whose exponents vary (a.weight of the
  * base is too uniform for that): small values move often, large ones rarely, so
- * DELTA_CLASSED codes the chunks. Every way to apply it gives the target; the
- * accelerator iterator refuses it without the base (its positions need it), and
- * given the base yields the positions and values of the same step encoded as
- * format 1.1, bit for bit; a wrong base is refused. */
-static void test_classed_chunks_apply_everywhere(void **state) {
-  (void)state;
+ * DELTA_BANDED (1.3) or DELTA_CLASSED (1.2) codes the chunks. Every way to apply
+ * it gives the target; the accelerator iterator refuses it without the base (its
+ * positions need it), and given the base yields the positions and values of the
+ * same step encoded as format 1.1, bit for bit; a wrong base is refused. */
+static void ranked_chunks_apply_everywhere(int minor) {
+  int ranked = minor == 3 ? DCR_ENC_DELTA_BANDED : DCR_ENC_DELTA_CLASSED;
   char pb[320], pt[320], bundle[320], b11[320];
   snprintf(pb, sizeof pb, "%s/cls-base.safetensors", dir);
   snprintf(pt, sizeof pt, "%s/cls-target.safetensors", dir);
@@ -1615,23 +1615,24 @@ static void test_classed_chunks_apply_everywhere(void **state) {
     if ((rng() >> 56) < (exponent < 0x7a ? 32u : 2u)) bump16(mt.t[0].data + 2 * i, (rng() & 1) ? 1 : -1);
   }
   write_model(pb, &mb), write_model(pt, &mt);
-  encode(pb, pt, bundle);
   dcr_encode_options o;
   dcr_encode_options_default(&o);
   o.chunk_size = CHUNK;
-  o.max_minor = 1;
+  o.max_minor = minor;
   dcr_detail d;
+  assert_int_equal(dcr_encode_file(pb, pt, bundle, &o, NULL, &d), DCR_OK);
+  o.max_minor = 1;
   assert_int_equal(dcr_encode_file(pb, pt, b11, &o, NULL, &d), DCR_OK);
 
   dcr_reader *r = open_bundle(bundle);
   dcr_bundle_info info;
   dcr_reader_info(r, &info);
-  assert_int_equal(info.format_minor, 2);
+  assert_int_equal(info.format_minor, minor);
   size_t classed = 0;
   for (uint64_t k = 0; k < info.chunk_count; k++) {
     dcr_chunk_info c;
     dcr_reader_chunk(r, k, &c);
-    classed += c.encoding == DCR_ENC_DELTA_CLASSED;
+    classed += c.encoding == ranked;
   }
   assert_true(classed >= 2);
   assert_int_equal(dcr_reader_verify(r, &d), DCR_OK);
@@ -1655,7 +1656,7 @@ static void test_classed_chunks_apply_everywhere(void **state) {
   int rc = DCR_OK;
   while (!(rc = dcr_changes_next(it, &c, &d)) && c) continue;
   assert_int_equal(rc, DCR_E_ARGUMENT);
-  assert_non_null(strstr(d.message, "DELTA_CLASSED"));
+  assert_non_null(strstr(d.message, dcr_encoding_name(ranked)));
   assert_non_null(strstr(d.message, "dcr_changes_set_base"));
   dcr_changes_free(it);
 
@@ -1691,7 +1692,7 @@ static void test_classed_chunks_apply_everywhere(void **state) {
     assert_int_equal(dcr_change_apply(c, one, CHUNK, &d), DCR_OK);
     assert_int_equal(dcr_change_apply(c11, other, CHUNK, &d), DCR_OK);
     assert_memory_equal(one, other, CHUNK);
-    if (ci.encoding != DCR_ENC_DELTA_CLASSED) continue;
+    if (ci.encoding != ranked) continue;
     seen++;
     assert_int_equal(c->op, DCR_OP_DELTA);
     assert_non_null(c->positions);
@@ -1718,11 +1719,11 @@ static void test_classed_chunks_apply_everywhere(void **state) {
   dcr_changes_free(it11);
   dcr_reader_free(r11);
 
-  /* A base wrong in one byte of a DELTA_CLASSED chunk is refused, not walked. */
+  /* A base wrong in one byte of such a chunk is refused, not walked. */
   for (uint64_t k = 0;; k++) {
     dcr_chunk_info ci;
     dcr_reader_chunk(r, k, &ci);
-    if (ci.encoding != DCR_ENC_DELTA_CLASSED) continue;
+    if (ci.encoding != ranked) continue;
     flip(&base, "w", (size_t)ci.chunk * CHUNK + 7);
     break;
   }
@@ -1737,6 +1738,12 @@ static void test_classed_chunks_apply_everywhere(void **state) {
   buffers_free(&target);
   model_free(&mb), model_free(&mt);
   unlink(pb), unlink(pt), unlink(bundle), unlink(b11), unlink(p_work);
+}
+
+static void test_classed_chunks_apply_everywhere(void **state) {
+  (void)state;
+  ranked_chunks_apply_everywhere(3);
+  ranked_chunks_apply_everywhere(2);
 }
 
 /* ---- a model directory in place (SPEC.md §18.6) ----------------------------- */

@@ -170,9 +170,10 @@ def encode(
             :attr:`Bundle.metadata` gives it back as a str; :attr:`Bundle.step` as a number).
         max_memory: memory budget for reading the inputs' headers (0: 1 GiB).
         unrelated: encode inputs that share no tensor name.
-        format: the newest format the bundle may need, "1.0", "1.1" or "1.2"
-            (default); "1.1" leaves out DELTA_CLASSED chunks, whose positions
-            depend on the base (needed by callers of :meth:`Bundle.changes`).
+        format: the newest format the bundle may need, "1.0" to "1.3" (default);
+            "1.1" leaves out DELTA_CLASSED (1.2) and DELTA_BANDED (1.3) chunks,
+            whose positions depend on the base (:meth:`Bundle.changes` then needs
+            no base).
         progress: called with (bytes done, total) from the calling thread; an
             exception it raises stops the encode and is raised again.
         cancel: a :class:`Cancel` token that stops the encode from another thread.

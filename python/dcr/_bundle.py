@@ -145,7 +145,7 @@ class ChunkInfo:
     tensor: int  # manifest entry
     tensor_name: str
     chunk: int
-    encoding: str  # "XOR_DENSE", ..., "DELTA_CLASSED"
+    encoding: str  # "XOR_DENSE", ..., "DELTA_CLASSED", "DELTA_BANDED"
     compression: str  # "none" or "zstd"
     count: int  # changed elements
     offset: int  # of the CHNK section in the bundle
@@ -991,8 +991,9 @@ class Bundle(_Closing):
         library cannot reach (an accelerator). Nothing else is checked against a
         base: verify the result by other means (its state id).
 
-        DELTA_CLASSED chunks (format 1.2, the default) name their changes by rank
-        among base elements of a class, so their positions need the base: ``base``
+        DELTA_BANDED chunks (format 1.3, the default) and DELTA_CLASSED ones (1.2)
+        name their changes by rank among base elements of a band or class of
+        exponents, so their positions need the base: ``base``
         maps tensor names to the base tensors as C-contiguous CPU arrays (as
         :meth:`apply_memory` takes them; a host copy of a tensor that lives on an
         accelerator), only read. Such a chunk then comes as op "delta" with
@@ -1084,8 +1085,9 @@ class Changes(_Closing):
                     name = self._names.get(int(entry), "")
                     obj = base.get(name)
                     if obj is None:
-                        raise argument_error(f'tensor "{name}" is missing from base: a DELTA_CLASSED '
-                                             "chunk's positions need its base bytes", name)
+                        raise argument_error(f'tensor "{name}" is missing from base: a DELTA_BANDED '
+                                             "or DELTA_CLASSED chunk's positions need its base "
+                                             "bytes", name)
                     r = region(obj, f'tensor "{name}"')
                     self._held = r
                     buf[0].data, buf[0].size = r.address or None, r.nbytes

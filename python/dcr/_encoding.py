@@ -11,8 +11,8 @@ from . import _lib
 from ._errors import argument_error
 
 _ENCODINGS = ["XOR_DENSE", "XOR_SPARSE", "OVERWRITE_DENSE", "OVERWRITE_SPARSE", "DELTA_DENSE",
-              "DELTA_SPARSE", "DELTA_CLASSED"]
-_MINORS = {"1.0": 0, "1.1": 1, "1.2": 2}
+              "DELTA_SPARSE", "DELTA_CLASSED", "DELTA_BANDED"]
+_MINORS = {"1.0": 0, "1.1": 1, "1.2": 2, "1.3": 3}
 
 
 def max_minor(format: Optional[str]) -> int:
@@ -20,7 +20,7 @@ def max_minor(format: Optional[str]) -> int:
     if format is None:
         return -1
     if format not in _MINORS:
-        raise argument_error(f"format must be '1.0', '1.1' or '1.2', not {format!r}")
+        raise argument_error(f"format must be one of {', '.join(_MINORS)}, not {format!r}")
     return _MINORS[format]
 
 
@@ -45,6 +45,7 @@ class EncodeStats:
     def _from_c(cls, s: "_lib.EncodeStatsC") -> "EncodeStats":
         by = {name: int(s.chunks_by_encoding[i]) for i, name in enumerate(_ENCODINGS[:6])}
         by["DELTA_CLASSED"] = int(s.chunks_delta_classed)
+        by["DELTA_BANDED"] = int(s.chunks_delta_banded)
         return cls(s.bundle_size, s.target_size, s.elements, s.changed_elements, s.chunks, s.changed_chunks,
                    by, s.tensors_added, s.tensors_removed, s.tensors_recoded, s.tensors_resized,
                    (1, int(s.format_minor)))

@@ -33,7 +33,7 @@ VERSION_MINOR = 1
 VERSION_PATCH = 0
 ABI_VERSION = 1
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 2
+FORMAT_MINOR = 3
 VERSION_NUMBER = VERSION_MAJOR * 10000 + VERSION_MINOR * 100 + VERSION_PATCH
 VERSION_STRING = f"{VERSION_MAJOR}.{VERSION_MINOR}.{VERSION_PATCH}"
 SONAME = f"libdcr.so.{ABI_VERSION}"
@@ -125,7 +125,8 @@ class EncodeStatsC(Structure):
         ("tensors_resized", c_uint64),
         ("format_minor", c_uint64),
         ("chunks_delta_classed", c_uint64),
-        ("reserved_", c_uint64 * 5),
+        ("chunks_delta_banded", c_uint64),
+        ("reserved_", c_uint64 * 4),
     ]
 
 

@@ -48,7 +48,7 @@ def squash(
             that is one of the inputs is refused.
         level: zstd level of the chunks coded anew (default 3; 0 stores).
         threads: 0 = the CPUs this process may use; the bytes do not depend on it.
-        format: the newest format the result may need ("1.0", "1.1", "1.2");
+        format: the newest format the result may need ("1.0" to "1.3");
             default the newest of the bundles'.
         max_memory: the memory budget for reading the bundles (0: 1 GiB).
         progress: called with (bytes of chunks made, total) from the calling

@@ -69,26 +69,33 @@ def test_changes_rebuild_the_target(pairs, pair, how):
         assert len(ops) >= 2
 
 
-def test_delta_classed_needs_the_base(pairs):
+# The encodings whose positions depend on the base: DELTA_BANDED (1.3, the
+# default) and DELTA_CLASSED (1.2).
+RANKED = [("1.3", "DELTA_BANDED"), ("1.2", "DELTA_CLASSED")]
+
+
+@pytest.mark.parametrize("fmt,encoding", RANKED)
+def test_delta_classed_needs_the_base(pairs, fmt, encoding):
     base, target = pairs["synth"]
-    b = dcr.Bundle(dcr.encode_bytes(base, target)[0])
-    assert any(c.encoding == "DELTA_CLASSED" for c in b.chunks)
-    with pytest.raises(dcr.ArgumentError, match="DELTA_CLASSED"):
+    b = dcr.Bundle(dcr.encode_bytes(base, target, format=fmt)[0])
+    assert any(c.encoding == encoding for c in b.chunks)
+    with pytest.raises(dcr.ArgumentError, match=encoding):
         list(b.changes())
     with pytest.raises(dcr.ArgumentError, match="missing from base"):
         list(b.changes(base={}))
 
 
-def test_delta_classed_given_the_base_is_the_11_step(pairs):
-    """Given the base, a 1.2 bundle's changes are those of the same step encoded
+@pytest.mark.parametrize("fmt,encoding", RANKED)
+def test_delta_classed_given_the_base_is_the_11_step(pairs, fmt, encoding):
+    """Given the base, a 1.2 or 1.3 bundle's changes are those of the same step encoded
     at 1.1: the same chunks and positions, and each value the ULP delta from base
     to target, bit for bit; scattered, they give the target."""
     base, target = pairs["synth"]
-    b12 = dcr.Bundle(dcr.encode_bytes(base, target)[0])
+    b12 = dcr.Bundle(dcr.encode_bytes(base, target, format=fmt)[0])
     b11 = dcr.Bundle(dcr.encode_bytes(base, target, format="1.1")[0])
     w, t = dcr.load_safetensors(base), dcr.load_safetensors(target)
     held = {k: v.copy() for k, v in w.items()}
-    classed = {(c.tensor, c.chunk) for c in b12.chunks if c.encoding == "DELTA_CLASSED"}
+    classed = {(c.tensor, c.chunk) for c in b12.chunks if c.encoding == encoding}
     assert classed
     seen = 0
     with b12.changes(base=held) as it, b11.changes() as it11:
@@ -113,10 +120,11 @@ def test_delta_classed_given_the_base_is_the_11_step(pairs):
     assert all(flat(held[k]).tobytes() == flat(v).tobytes() for k, v in dcr.load_safetensors(base).items())
 
 
-def test_delta_classed_wrong_base_is_refused(pairs):
+@pytest.mark.parametrize("fmt,encoding", RANKED)
+def test_delta_classed_wrong_base_is_refused(pairs, fmt, encoding):
     base, target = pairs["synth"]
-    b = dcr.Bundle(dcr.encode_bytes(base, target)[0])
-    c = next(c for c in b.chunks if c.encoding == "DELTA_CLASSED")
+    b = dcr.Bundle(dcr.encode_bytes(base, target, format=fmt)[0])
+    c = next(c for c in b.chunks if c.encoding == encoding)
     w = dcr.load_safetensors(base)
     name = b.tensors[c.tensor].name
     wrong = {k: v.copy() for k, v in w.items()}

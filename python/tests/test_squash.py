@@ -17,19 +17,19 @@ STEPS = 5
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
-    """Checkpoints step-0000 .. step-0005; bundles of format 1.2 (DELTA_CLASSED
-    chunks allowed) and 1.1 between them."""
+    """Checkpoints step-0000 .. step-0005; bundles of format 1.3 (DELTA_BANDED
+    chunks allowed), 1.2 (DELTA_CLASSED) and 1.1 between them."""
     d = tmp_path_factory.mktemp("squash")
     subprocess.run([sys.executable, os.path.join(ROOT, "tests", "mkchain.py"), str(d), str(STEPS),
                     "--bytes", "131072", "--seed", "11"], check=True)
     cks = [str(d / f"step-{i:04d}.safetensors") for i in range(STEPS + 1)]
     out = {}
-    for fmt in ("1.2", "1.1"):
+    for fmt in ("1.3", "1.2", "1.1"):
         paths, classed = [], 0
         for i in range(1, STEPS + 1):
             p = str(d / f"b{fmt}-{i}.dcr")
             st = dcr.encode(cks[i - 1], cks[i], p, chunk_size=16384, format=fmt, metadata={"step": i})
-            classed += st.chunks_by_encoding["DELTA_CLASSED"]
+            classed += st.chunks_by_encoding["DELTA_CLASSED"] + st.chunks_by_encoding["DELTA_BANDED"]
             paths.append(p)
         out[fmt] = (paths, classed)
     return d, cks, out
@@ -41,7 +41,7 @@ def applied(bundle, base, out):
     return read(out)
 
 
-@pytest.mark.parametrize("fmt", ["1.2", "1.1"])
+@pytest.mark.parametrize("fmt", ["1.3", "1.2", "1.1"])
 def test_squash_with_base_is_the_chain(chain, tmp_path, fmt):
     _, cks, by = chain
     bundles, _ = by[fmt]
@@ -58,10 +58,11 @@ def test_squash_with_base_is_the_chain(chain, tmp_path, fmt):
         assert b.metadata == {"step": str(STEPS)}  # the last bundle's
 
 
-def test_delta_classed_chain_needs_the_base(chain, tmp_path):
+@pytest.mark.parametrize("fmt", ["1.3", "1.2"])
+def test_delta_classed_chain_needs_the_base(chain, tmp_path, fmt):
     _, cks, by = chain
-    bundles, classed = by["1.2"]
-    assert classed > 0, "the chain must have DELTA_CLASSED chunks for this test"
+    bundles, classed = by[fmt]
+    assert classed > 0, "the chain must have DELTA_BANDED or DELTA_CLASSED chunks for this test"
     sq = str(tmp_path / "sq.dcr")
     with pytest.raises(dcr.ArgumentError) as e:
         dcr.squash(bundles, sq)
