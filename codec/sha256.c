@@ -47,3 +47,22 @@ size_t dcr__pieces_sha256(dcr__sha256 *s, const uint8_t *p, size_t bytes, uint8_
   }
   return count;
 }
+
+int dcr__tensor_sha256_init(dcr__tensor_sha256 *t, dcr_detail *d) {
+  int rc = dcr__sha256_init(&t->piece, d);
+  if (!rc && (rc = dcr__sha256_init(&t->tensor, d))) dcr__sha256_free(&t->piece);
+  return rc;
+}
+
+void dcr__tensor_sha256_update(dcr__tensor_sha256 *t, const uint8_t *p, size_t bytes) {
+  uint8_t digests[32 * 64];
+  for (size_t at = 0; at < bytes; at += 64 * DCR__PIECE) {
+    size_t n = bytes - at < 64 * DCR__PIECE ? bytes - at : 64 * DCR__PIECE;
+    dcr__sha256_update(&t->tensor, digests, 32 * dcr__pieces_sha256(&t->piece, p + at, n, digests));
+  }
+}
+
+void dcr__tensor_sha256_free(dcr__tensor_sha256 *t) {
+  dcr__sha256_free(&t->piece);
+  dcr__sha256_free(&t->tensor);
+}
