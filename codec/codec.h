@@ -299,6 +299,12 @@ DCR_HIDDEN void dcr__sha256_free(dcr__sha256 *s);
 /* The pieces of dcr__pieces, SHA-256 each (the signed tensor digests of §20.2):
  * one piece list, two hash functions, so both are cut and combined one way. */
 DCR_HIDDEN size_t dcr__pieces_sha256(dcr__sha256 *s, const uint8_t *p, size_t bytes, uint8_t *out);
+/* ---- sha256_ni.c: the same digests of `count` whole pieces at p, with the x86
+ * SHA extensions, several at a time: returns how many it made (the first ones;
+ * 0 without the extensions, or when dcr__sha256_vector is 0, which tests set to
+ * compare with libcrypto). */
+DCR_HIDDEN size_t dcr__pieces_sha256_ni(const uint8_t *p, size_t count, uint8_t *out);
+DCR_HIDDEN extern int dcr__sha256_vector;
 /* A tensor's SHA-256 digest (§20.2) made a run of its bytes at a time, each run
  * whole pieces but the tensor's last: `piece` hashes each piece, `tensor` the
  * pieces' digests in order (fed by update, or directly with digests made
