@@ -255,8 +255,9 @@ static int take_slot(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
   if (dcr__entry_delta_coded(en)) XXH3_128bits_update(&e->base_hash, s->out.base_pieces, pieces);
   XXH3_128bits_update(&e->target_hash, s->out.target_pieces, pieces);
   if (e->signer) {
-    if (dcr__entry_delta_coded(en)) dcr__sha256_update(&e->base_sha.tensor, s->base_sha, 32 * s->out.pieces);
-    dcr__sha256_update(&e->target_sha, s->target_sha, 32 * s->out.pieces);
+    size_t digests = 32 * s->out.pieces;
+    if (dcr__entry_delta_coded(en)) dcr__sha256_update(&e->base_sha.tensor, s->base_sha, digests);
+    dcr__sha256_update(&e->target_sha, s->target_sha, digests);
   }
   e->stats.chunks++;
   e->stats.elements += s->bytes / dcr_dtype_size(en->target.dtype);

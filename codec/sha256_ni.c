@@ -77,9 +77,10 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void hash_ways(const uint8_t 
         __m128i x;
         if (j < 4) x = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(block + 16 * j)), order);
         else /* the schedule: w[t-16] + s0(w[t-15]) + w[t-7] + s1(w[t-2]) */
-          x = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(w[k][j & 3], w[k][(j + 1) & 3]),
-                                                 _mm_alignr_epi8(w[k][(j + 3) & 3], w[k][(j + 2) & 3], 4)),
-                                   w[k][(j + 3) & 3]);
+          x = _mm_sha256msg2_epu32(
+              _mm_add_epi32(_mm_sha256msg1_epu32(w[k][j & 3], w[k][(j + 1) & 3]),
+                            _mm_alignr_epi8(w[k][(j + 3) & 3], w[k][(j + 2) & 3], 4)),
+              w[k][(j + 3) & 3]);
         w[k][j & 3] = x;
         __m128i m = _mm_add_epi32(x, kj);
         cdgh[k] = _mm_sha256rnds2_epu32(cdgh[k], abef[k], m);
@@ -91,8 +92,9 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void hash_ways(const uint8_t 
   }
   for (int k = 0; k < WAYS; k++) { /* back to A..H, each word big-endian */
     __m128i feba = _mm_shuffle_epi32(abef[k], 0x1B), dchg = _mm_shuffle_epi32(cdgh[k], 0xB1);
-    _mm_storeu_si128((__m128i *)(out + 32 * k), _mm_shuffle_epi8(_mm_blend_epi16(feba, dchg, 0xF0), order));
-    _mm_storeu_si128((__m128i *)(out + 32 * k + 16), _mm_shuffle_epi8(_mm_alignr_epi8(dchg, feba, 8), order));
+    __m128i abcd = _mm_blend_epi16(feba, dchg, 0xF0), efgh = _mm_alignr_epi8(dchg, feba, 8);
+    _mm_storeu_si128((__m128i *)(out + 32 * k), _mm_shuffle_epi8(abcd, order));
+    _mm_storeu_si128((__m128i *)(out + 32 * k + 16), _mm_shuffle_epi8(efgh, order));
   }
 }
 

@@ -212,7 +212,8 @@ static int check_signed(dcr_reader *r, const dcr_keyring *ring, int64_t at, cons
                    (unsigned long long)r->sections[at].offset);
   else if (s->digest_count != dcr__sign_digest_count(&r->man))
     rc = dcr__fail(d, DCR_E_SIGNATURE, "the signature has %llu tensor digests for %llu tensors",
-                   (unsigned long long)s->digest_count, (unsigned long long)dcr__sign_digest_count(&r->man));
+                   (unsigned long long)s->digest_count,
+                   (unsigned long long)dcr__sign_digest_count(&r->man));
   for (uint64_t i = 0; i < (uint64_t)at && !rc; i++) {
     const uint8_t *mine = table + DCR__SIGN_TABLE_HEAD + i * DCR__SIGN_SECTION_RECORD;
     const uint8_t *theirs = s->section_records + i * DCR__SIGN_SECTION_RECORD;
@@ -450,7 +451,8 @@ static int sign_open(dcr_reader *r, const char *secret_key_path, const char *bas
   size_t most = side_count(&r->man, DCR__HAS_BASE) > side_count(&r->man, DCR__HAS_TARGET)
                     ? side_count(&r->man, DCR__HAS_BASE) : side_count(&r->man, DCR__HAS_TARGET);
   if (!rc && !(digests = malloc(32 * most + 1))) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate digests");
-  uint8_t *tensor_digests = table ? table + table_length - 32 * (size_t)dcr__sign_digest_count(&r->man) : NULL;
+  uint8_t *tensor_digests =
+      table ? table + table_length - 32 * (size_t)dcr__sign_digest_count(&r->man) : NULL;
   if (!rc && !(rc = side_digests(r, base_path, DCR__HAS_BASE, o->threads, o->cancel, 1, digests, d)))
     place_digests(&r->man, DCR__HAS_BASE, digests, tensor_digests);
   if (!rc && !(rc = side_digests(r, target_path, DCR__HAS_TARGET, o->threads, o->cancel, 0, digests, d)))
