@@ -39,14 +39,10 @@ static const char usage[] =
     "                       changes without the base, dcr_changes); or\n"
     "                       1.0, which 1.0 readers read (tensors that grow or shrink\n"
     "                       then go whole; sets and 1.1 dtypes are refused)\n"
-    "      --sign KEY       sign the bundle with the secret key KEY (dcr sign): it\n"
-    "                       appears at BUNDLE only signed; BUNDLE must be a file\n"
+    "      --sign KEY       sign the bundle with the secret key KEY as it is written\n"
+    "                       (the bundle dcr sign would make of it, in one pass)\n"
     "  -f, --force          overwrite BUNDLE if it exists\n"
     "      --json           print the statistics as one JSON document on stdout\n";
-
-static int write_fd(void *opaque, const void *data, size_t size) {
-  return cli_write_fd(*(const int *)opaque, data, size);
-}
 
 int cmd_encode(int argc, char **argv) {
   static const struct option longs[] = {
@@ -129,53 +125,27 @@ int cmd_encode(int argc, char **argv) {
     if (cli_check_checkpoint(inputs[i])) return free(meta), CLI_USAGE;
   }
   cli_output o;
-  /* Signed: the bundle is written to a temporary file beside BUNDLE (nameless
-   * where the filesystem allows, so that a crash leaves nothing) and signed into
-   * BUNDLE, which never holds it unsigned (readers that require signatures would
-   * refuse it, others would take it). */
-  dcr__atomic unsigned_tmp = {.fd = -1};
-  char unsigned_path[64];
   dcr_detail d;
-  if (sign_key) {
-    if (!strcmp(out, "-")) return free(meta), cli_usage("encode", "--sign needs -o to name a file");
-    if (cli_check_output(out, force, inputs, 2)) return free(meta), CLI_USAGE;
-    int err = dcr__atomic_open(&unsigned_tmp, out, DCR__ATOMIC_REPLACE, &d);
-    if (err) return free(meta), cli_report(out, err, &d), cli_exit_code(err);
-    snprintf(unsigned_path, sizeof unsigned_path, "/proc/self/fd/%d", unsigned_tmp.fd);
-  }
-  int rc = sign_key ? CLI_OK : cli_output_open(&o, out, force, inputs, 2);
+  opt.sign_key = sign_key;
+  int rc = cli_output_open(&o, out, force, inputs, 2);
   if (rc) return free(meta), rc;
   cli_progress_state progress = {.what = "encoding"};
   if (common.progress) opt.progress = cli_progress, opt.progress_opaque = &progress;
   opt.cancel = &cli_interrupted;
   opt.max_memory = cli_limits.max_memory;
   dcr_encode_stats st;
-  int err = sign_key ? dcr_encode(inputs[0], inputs[1], &opt, write_fd, &unsigned_tmp.fd, &st, &d)
-                     : dcr_encode(inputs[0], inputs[1], &opt, cli_output_write, &o, &st, &d);
+  int err = dcr_encode(inputs[0], inputs[1], &opt, cli_output_write, &o, &st, &d);
   cli_progress_end(&progress);
   free(meta);
   if (err) {
-    if (sign_key) dcr__atomic_abort(&unsigned_tmp);
-    else cli_output_abort(&o);
-    if (err == DCR_E_IO && !sign_key && o.error) /* the output's fault */
+    cli_output_abort(&o);
+    if (err == DCR_E_IO && o.error) /* the output's fault */
       snprintf(d.message, sizeof d.message, "cannot write: %s", strerror(o.error)),
           snprintf(d.file, sizeof d.file, "%s", strcmp(out, "-") ? out : "(stdout)");
     cli_report(NULL, err, &d);
     return cli_exit_code(err);
   }
-  if (!sign_key && (rc = cli_output_commit(&o))) return rc;
-  if (sign_key) {
-    dcr_sign_options so;
-    dcr_sign_options_default(&so);
-    so.threads = opt.threads;
-    so.cancel = &cli_interrupted;
-    err = dcr_sign_file(unsigned_path, sign_key, inputs[0], inputs[1], out, &so, &d);
-    dcr__atomic_abort(&unsigned_tmp);
-    if (err) {
-      cli_report(out, err, &d);
-      return cli_exit_code(err);
-    }
-  }
+  if ((rc = cli_output_commit(&o))) return rc;
   unsigned threads = opt.threads ? opt.threads : dcr_default_threads();
   if (json) cli_print_json(cli_stats_json(out, &st, threads));
   if (!common.quiet && !json) cli_print_stats(out, &st, threads, common.verbose);

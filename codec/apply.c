@@ -148,7 +148,7 @@ static int hash_unread(applier *a, dcr_detail *d) {
     const dcr__entry *e = &m->entries[i];
     if (!(e->presence & DCR__HAS_BASE) || dcr__entry_delta_coded(e)) continue;
     uint8_t h[16];
-    int rc = dcr__hash_range(&a->base, a->base_offset[i], e->base.byte_length, h, d);
+    int rc = dcr__hash_range(&a->base, a->base_offset[i], e->base.byte_length, h, NULL, d);
     if (!rc && !DCR__CHECKSUM_OK(memcmp(h, e->base.hash, 16) == 0))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_BASE_MISMATCH, "base tensor's hash differs from the bundle's"));
@@ -211,7 +211,7 @@ static int input_is_base(const applier *a) {
     const dcr__entry *e = &m->entries[i];
     uint8_t h[16];
     if (!(e->presence & DCR__HAS_BASE)) continue;
-    if (dcr__hash_range(&a->base, a->base_offset[i], e->base.byte_length, h, NULL) ||
+    if (dcr__hash_range(&a->base, a->base_offset[i], e->base.byte_length, h, NULL, NULL) ||
         memcmp(h, e->base.hash, 16))
       return 0;
   }
@@ -389,7 +389,7 @@ int dcr_check_target(dcr_reader *r, const char *path, const dcr_apply_options *o
     /* equal prefixes make the tensor lists equal, in the same name order */
     const dcr__tensor *t = &ck.tensors[j++];
     uint8_t h[16];
-    rc = dcr__hash_range(&ck, ck.prefix_length + t->desc.offset, t->desc.byte_length, h, d);
+    rc = dcr__hash_range(&ck, ck.prefix_length + t->desc.offset, t->desc.byte_length, h, NULL, d);
     if (!rc && memcmp(h, e->target.hash, 16))
       rc = (name_entry(d, m, i),
             dcr__fail(d, DCR_E_TARGET_MISMATCH, "tensor's hash differs from the target's"));

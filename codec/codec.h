@@ -262,9 +262,11 @@ DCR_HIDDEN int dcr__encode_changes(dcr__chunk_encoder *ce, int op, const uint32_
  * limits would: R-WRT-2), RSIZ if an entry is resized, and META if meta_count. */
 DCR_HIDDEN int dcr__write_head(dcr__writer *w, const dcr__manifest *m, const dcr_limits *inputs,
                                const dcr_meta *meta, size_t meta_count, dcr_detail *d);
-/* IDEN (from m's descriptors and hashes), INDX of index[0..index_count), FOOT. */
+/* IDEN (from m's descriptors and hashes), INDX of index[0..index_count), then
+ * the signer's SIGN if there is one (sign/sign.h), FOOT. */
+struct dcr__signer;
 DCR_HIDDEN int dcr__write_tail(dcr__writer *w, const dcr__manifest *m, const dcr__chunk *index,
-                               uint64_t index_count, dcr_detail *d);
+                               uint64_t index_count, struct dcr__signer *signer, dcr_detail *d);
 
 /* ---- chunk_decode.c: decoding and applying one chunk (§9, §10) */
 typedef struct {
@@ -366,6 +368,23 @@ DCR_HIDDEN void dcr__sha256_free(dcr__sha256 *s);
 /* The pieces of dcr__pieces, SHA-256 each (the signed tensor digests of §20.2):
  * one piece list, two hash functions, so both are cut and combined one way. */
 DCR_HIDDEN size_t dcr__pieces_sha256(dcr__sha256 *s, const uint8_t *p, size_t bytes, uint8_t *out);
+/* ---- sha256_ni.c: the same digests of `count` whole pieces at p, with the x86
+ * SHA extensions, several at a time: returns how many it made (the first ones;
+ * 0 without the extensions, or when dcr__sha256_vector is 0, which tests set to
+ * compare with libcrypto). */
+DCR_HIDDEN size_t dcr__pieces_sha256_ni(const uint8_t *p, size_t count, uint8_t *out);
+DCR_HIDDEN extern int dcr__sha256_vector;
+/* A tensor's SHA-256 digest (§20.2) made a run of its bytes at a time, each run
+ * whole pieces but the tensor's last: `piece` hashes each piece, `tensor` the
+ * pieces' digests in order (fed by update, or directly with digests made
+ * elsewhere); dcr__sha256_final(&t->tensor, out) gives the digest and starts the
+ * next tensor. */
+typedef struct {
+  dcr__sha256 piece, tensor;
+} dcr__tensor_sha256;
+DCR_HIDDEN int dcr__tensor_sha256_init(dcr__tensor_sha256 *t, dcr_detail *d);
+DCR_HIDDEN void dcr__tensor_sha256_update(dcr__tensor_sha256 *t, const uint8_t *p, size_t bytes);
+DCR_HIDDEN void dcr__tensor_sha256_free(dcr__tensor_sha256 *t);
 /* Every tensor's SHA-256 tensor digest (§20.2) of the checkpoint, in its tensor order,
  * 32 bytes each into out, with the state id's jobs, threads and cancel/progress
  * (state_id.c). */
@@ -381,9 +400,11 @@ DCR_HIDDEN uint64_t dcr__pieces_check(const uint8_t *pieces, size_t count);
 DCR_HIDDEN void dcr__digest128(XXH3_state_t *st, uint8_t out[16]);
 /* The tensor hash of `length` bytes in memory. */
 DCR_HIDDEN void dcr__hash_memory(const uint8_t *p, uint64_t length, uint8_t out[16]);
-/* The tensor hash of `length` bytes of checkpoint c from `start`. */
+/* The tensor hash of `length` bytes of checkpoint c from `start`; sha (optional)
+ * is fed the same bytes as they are read (its tensor digest is the caller's to
+ * finish). */
 DCR_HIDDEN int dcr__hash_range(const dcr__checkpoint *c, uint64_t start, uint64_t length,
-                               uint8_t out[16], dcr_detail *d);
+                               uint8_t out[16], dcr__tensor_sha256 *sha, dcr_detail *d);
 
 /* ---- pool.c: worker threads that run a stream of jobs ahead of the caller */
 typedef struct dcr__pool dcr__pool;

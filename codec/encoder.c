@@ -5,6 +5,11 @@
  * hash and encode a batch of chunks into per-job slots; the calling thread then
  * consumes the slots in order, feeding the tensor hashes (which must see bytes in
  * order) and the writer. Memory is one batch of slots, whatever the checkpoint size.
+ *
+ * Signing (sign_key) rides the same pass: the workers also give each piece they
+ * read its SHA-256 digest, the calling thread folds them into the signed tensor
+ * digests as it does the XXH3 ones, and a signer between the writer and the sink
+ * hashes the bundle's sections as they go out (sign/signer.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +20,7 @@
 
 #include "../format/checkpoint.h"
 #include "../format/atomic.h"
+#include "../sign/sign.h"
 #include "codec.h"
 
 #define NO_CHUNK UINT32_MAX /* a job that only marks an entry with no chunks */
@@ -31,6 +37,8 @@ typedef struct {
   dcr__encoded out;
   int rc;
   dcr_detail detail;
+  dcr__sha256 sha;                /* signing: the pieces' SHA-256 digests, */
+  uint8_t *base_sha, *target_sha; /* 32 bytes a piece */
 } slot;
 
 typedef struct {
@@ -51,6 +59,10 @@ typedef struct {
   dcr__writer w;
   dcr_encode_stats stats;
   dcr_limits lim; /* the inputs are read with: the defaults, the caller's budget */
+  dcr__signer *signer;          /* signing, else NULL */
+  dcr__tensor_sha256 base_sha;  /* signing: the tensor digests being made */
+  dcr__sha256 target_sha;       /* (the target's pieces are always the workers') */
+  size_t digests;               /* tensor digests made */
 } encoder;
 
 static uint64_t tensor_start(const encoder *e, int side, const dcr__desc *t) {
@@ -92,6 +104,10 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
     rc = dcr__encode_chunk(&s->enc, s->base.data, s->target.data, s->bytes,
                            en->target.dtype, &s->out);
     if (rc) dcr__fail(&s->detail, rc, "cannot encode chunk");
+  }
+  if (!rc && e->signer) { /* while the chunk is in cache */
+    dcr__pieces_sha256(&s->sha, s->target.data, s->bytes, s->target_sha);
+    if (dcr__entry_delta_coded(en)) dcr__pieces_sha256(&s->sha, s->base.data, s->bytes, s->base_sha);
   }
   s->rc = rc;
 }
@@ -196,7 +212,7 @@ static int begin_entry(encoder *e, uint32_t i, dcr_detail *d) {
   XXH3_128bits_reset(&e->target_hash);
   if ((en->presence & DCR__HAS_BASE) && !dcr__entry_delta_coded(en)) {
     int rc = dcr__hash_range(&e->ck[0], tensor_start(e, 0, &en->base), en->base.byte_length,
-                             en->base.hash, d);
+                             en->base.hash, e->signer ? &e->base_sha : NULL, d);
     if (rc) return dcr__detail_file(d, e->path[0]), rc;
   }
   return DCR_OK;
@@ -206,6 +222,10 @@ static void end_entry(encoder *e, uint32_t i) {
   dcr__entry *en = &e->man.entries[i];
   if (en->presence & DCR__HAS_TARGET) dcr__digest128(&e->target_hash, en->target.hash);
   if (dcr__entry_delta_coded(en)) dcr__digest128(&e->base_hash, en->base.hash);
+  if (!e->signer) return;
+  uint8_t *out = dcr__signer_digests(e->signer); /* entry order, base first (§20.2) */
+  if (en->presence & DCR__HAS_BASE) dcr__sha256_final(&e->base_sha.tensor, out + 32 * e->digests++);
+  if (en->presence & DCR__HAS_TARGET) dcr__sha256_final(&e->target_sha, out + 32 * e->digests++);
 }
 
 static int emit_chunk(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
@@ -237,6 +257,11 @@ static int take_slot(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
   size_t pieces = 16 * s->out.pieces;
   if (dcr__entry_delta_coded(en)) XXH3_128bits_update(&e->base_hash, s->out.base_pieces, pieces);
   XXH3_128bits_update(&e->target_hash, s->out.target_pieces, pieces);
+  if (e->signer) {
+    size_t digests = 32 * s->out.pieces;
+    if (dcr__entry_delta_coded(en)) dcr__sha256_update(&e->base_sha.tensor, s->base_sha, digests);
+    dcr__sha256_update(&e->target_sha, s->target_sha, digests);
+  }
   e->stats.chunks++;
   e->stats.elements += s->bytes / dcr_dtype_size(en->target.dtype);
   e->stats.changed_elements += s->out.count;
@@ -265,7 +290,7 @@ static int run_jobs(encoder *e, dcr__pool *pool, dcr_detail *d) {
 }
 
 int dcr__write_tail(dcr__writer *w, const dcr__manifest *m, const dcr__chunk *index,
-                    uint64_t index_count, dcr_detail *d) {
+                    uint64_t index_count, dcr__signer *signer, dcr_detail *d) {
   size_t n = dcr__iden_size(m);
   uint8_t *iden = malloc(n);
   uint8_t *indx = malloc((size_t)index_count * DCR__RECORD_SIZE + 1);
@@ -281,6 +306,7 @@ int dcr__write_tail(dcr__writer *w, const dcr__manifest *m, const dcr__chunk *in
   if (!rc)
     rc = dcr__writer_section(w, DCR__SEC_INDX, indx, (size_t)index_count * DCR__RECORD_SIZE,
                              NULL, 0, &indx_offset, d);
+  if (!rc && signer) rc = dcr__signer_write(signer, w, d);
   if (!rc) rc = dcr__writer_footer(w, iden_offset, indx_offset, index_count, d);
   free(iden);
   free(indx);
@@ -387,8 +413,24 @@ static int make_slots(encoder *e, size_t count, dcr_detail *d) {
         dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level,
                                 e->w.minor >= 2 ? (int)e->w.minor : 0))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
+    if (!e->signer) continue;
+    if (!(s->base_sha = malloc(32 * DCR__PIECES(e->buffer_size))) ||
+        !(s->target_sha = malloc(32 * DCR__PIECES(e->buffer_size))))
+      return dcr__fail(d, DCR_E_NOMEM, "cannot allocate digest buffers");
+    int rc = dcr__sha256_init(&s->sha, d);
+    if (rc) return rc;
   }
   return DCR_OK;
+}
+
+/* The signer, before the first byte is written (a refused key costs nothing),
+ * between the writer and the sink. */
+static int open_signer(encoder *e, dcr_detail *d) {
+  int rc = dcr__signer_open(&e->signer, e->opt->sign_key, dcr__sign_digest_count(&e->man), d);
+  if (!rc) rc = dcr__tensor_sha256_init(&e->base_sha, d);
+  if (!rc) rc = dcr__sha256_init(&e->target_sha, d);
+  if (!rc) dcr__signer_attach(e->signer, &e->w);
+  return rc;
 }
 
 static void encoder_free(encoder *e) {
@@ -397,6 +439,9 @@ static void encoder_free(encoder *e) {
     free(e->slots[i].base_buffer);
     free(e->slots[i].target_buffer);
     dcr__chunk_encoder_free(&e->slots[i].enc);
+    dcr__sha256_free(&e->slots[i].sha);
+    free(e->slots[i].base_sha);
+    free(e->slots[i].target_sha);
   }
   free(e->slots);
   for (int i = 0; i < 2; i++) dcr__checkpoint_free(&e->ck[i]);
@@ -404,12 +449,16 @@ static void encoder_free(encoder *e) {
   free(e->man.entries);
   free(e->jobs);
   free(e->index.records);
+  dcr__signer_free(e->signer);
+  dcr__tensor_sha256_free(&e->base_sha);
+  dcr__sha256_free(&e->target_sha);
 }
 
 /* The options' layout is the ABI ("Growing structs" in dcr.h). */
 _Static_assert(sizeof(void *) != 8 || (sizeof(dcr_encode_options) == 120 &&
                                        offsetof(dcr_encode_options, unrelated) == 72 &&
-                                       offsetof(dcr_encode_options, reserved_) == 80),
+                                       offsetof(dcr_encode_options, sign_key) == 80 &&
+                                       offsetof(dcr_encode_options, reserved_) == 88),
                "dcr_encode_options changed size");
 
 void dcr_encode_options_default(dcr_encode_options *o) {
@@ -437,6 +486,7 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   if (!rc) rc = open_inputs(&e, d);
   if (!rc) rc = build_manifest(&e, d);
   if (!rc) rc = build_jobs(&e, d);
+  if (!rc && opt->sign_key) rc = open_signer(&e, d);
   unsigned threads = opt->threads ? opt->threads : dcr_default_threads();
   if (!rc) {
     /* two slots per thread, each two read buffers and an encoder's of a chunk */
@@ -449,7 +499,7 @@ int dcr_encode(const char *base_path, const char *target_path, const dcr_encode_
   if (!rc) rc = make_slots(&e, dcr__pool_window(pool), d);
   if (!rc) rc = dcr__write_head(&e.w, &e.man, &e.lim, opt->meta, opt->meta_count, d);
   if (!rc) rc = run_jobs(&e, pool, d);
-  if (!rc) rc = dcr__write_tail(&e.w, &e.man, e.index.records, e.index.count, d);
+  if (!rc) rc = dcr__write_tail(&e.w, &e.man, e.index.records, e.index.count, e.signer, d);
   dcr__pool_free(pool);
   e.stats.bundle_size = e.w.offset;
   e.stats.target_size = e.ck[1].file_size;

@@ -73,7 +73,7 @@ void dcr__hash_memory(const uint8_t *p, uint64_t length, uint8_t out[16]) {
 }
 
 int dcr__hash_range(const dcr__checkpoint *c, uint64_t start, uint64_t length, uint8_t out[16],
-                    dcr_detail *d) {
+                    dcr__tensor_sha256 *sha, dcr_detail *d) {
   uint8_t *buf = malloc(RANGE_BUFFER);
   if (!buf) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a read buffer");
   XXH3_state_t st;
@@ -84,6 +84,7 @@ int dcr__hash_range(const dcr__checkpoint *c, uint64_t start, uint64_t length, u
     size_t n = length - at < RANGE_BUFFER ? (size_t)(length - at) : RANGE_BUFFER;
     rc = dcr__checkpoint_pread(c, buf, n, start + at, d);
     if (!rc) update_pieces(&st, buf, n);
+    if (!rc && sha) dcr__tensor_sha256_update(sha, buf, n);
   }
   if (!rc) dcr__digest128(&st, out);
   free(buf);

@@ -3,7 +3,8 @@
  * libcrypto: its code uses the CPU's SHA extensions where present (1.6 GB/s per
  * core on this project's machine against 0.22 for libsodium's portable code), and
  * signing hashes two whole checkpoints. The digest is fetched once per process,
- * so that a context is set up per piece without a lookup.
+ * so that a context is set up per piece without a lookup. Whole pieces go four
+ * at a time through sha256_ni.c where the CPU has the SHA extensions.
  */
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -40,10 +41,29 @@ void dcr__sha256_free(dcr__sha256 *s) {
 }
 
 size_t dcr__pieces_sha256(dcr__sha256 *s, const uint8_t *p, size_t bytes, uint8_t *out) {
-  size_t count = 0;
-  for (size_t at = 0; at < bytes; at += DCR__PIECE, count++) {
+  size_t count = dcr__pieces_sha256_ni(p, bytes / DCR__PIECE, out); /* where the CPU can */
+  for (size_t at = count * DCR__PIECE; at < bytes; at += DCR__PIECE, count++) {
     dcr__sha256_update(s, p + at, bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE);
     dcr__sha256_final(s, out + 32 * count);
   }
   return count;
+}
+
+int dcr__tensor_sha256_init(dcr__tensor_sha256 *t, dcr_detail *d) {
+  int rc = dcr__sha256_init(&t->piece, d);
+  if (!rc && (rc = dcr__sha256_init(&t->tensor, d))) dcr__sha256_free(&t->piece);
+  return rc;
+}
+
+void dcr__tensor_sha256_update(dcr__tensor_sha256 *t, const uint8_t *p, size_t bytes) {
+  uint8_t digests[32 * 64];
+  for (size_t at = 0; at < bytes; at += 64 * DCR__PIECE) {
+    size_t n = bytes - at < 64 * DCR__PIECE ? bytes - at : 64 * DCR__PIECE;
+    dcr__sha256_update(&t->tensor, digests, 32 * dcr__pieces_sha256(&t->piece, p + at, n, digests));
+  }
+}
+
+void dcr__tensor_sha256_free(dcr__tensor_sha256 *t) {
+  dcr__sha256_free(&t->piece);
+  dcr__sha256_free(&t->tensor);
 }

@@ -229,6 +229,9 @@ typedef struct {
   uint64_t offset;
   int level; /* zstd level for MANI and META; 0 = store */
   unsigned minor; /* written in the header */
+  /* optional: told, with opaque, where each section starts before its first byte
+   * goes to write (a signer hashes the bundle section by section, sign/signer.c) */
+  void (*section)(void *opaque, uint32_t type, uint64_t offset);
 } dcr__writer;
 
 DCR_HIDDEN int dcr__writer_header(dcr__writer *w, dcr_detail *d);

@@ -55,6 +55,7 @@ static int write_section(dcr__writer *w, uint32_t type, uint8_t compression, con
   uint8_t h[DCR__SECTION_HEADER_SIZE];
   dcr__section_header_write(h, &s);
   if (offset) *offset = w->offset;
+  if (w->section) w->section(w->opaque, type, w->offset);
   if ((rc = emit(w, h, sizeof h, d)) || (rc = emit(w, head, head_length, d)) ||
       (rc = emit(w, body, body_length, d)))
     return rc;

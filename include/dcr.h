@@ -219,7 +219,12 @@ typedef struct {
   int max_minor;            /* the newest format 1.x the bundle may need: 0 refuses
                                what needs 1.1 (a set, a new dtype) and codes resized
                                tensors against zeros; default DCR_FORMAT_MINOR */
-  uint64_t reserved_[5];
+  const char *sign_key;     /* optional: a secret key file (dcr_keygen); the bundle is
+                               signed with it (SPEC.md §20) as it is written, from the
+                               bytes the encode reads anyway: the same bytes as
+                               dcr_sign_file of the unsigned bundle, with no second
+                               pass over the bundle or the checkpoints */
+  uint64_t reserved_[4];
 } dcr_encode_options;
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);

@@ -109,8 +109,7 @@ static int sha_range(const dcr_reader *r, uint64_t offset, uint64_t length, uint
   return rc;
 }
 
-/* Tensor digests a table carries: one per side present, in entry order. */
-static uint64_t digest_count(const dcr__manifest *m) {
+uint64_t dcr__sign_digest_count(const dcr__manifest *m) {
   uint64_t n = 0;
   for (uint64_t i = 0; i < m->entry_count; i++)
     n += (uint64_t)!!(m->entries[i].presence & DCR__HAS_BASE) +
@@ -118,31 +117,38 @@ static uint64_t digest_count(const dcr__manifest *m) {
   return n;
 }
 
+void dcr__sign_table_head(uint8_t *t, const uint8_t header[DCR__HEADER_SIZE], uint64_t sign_offset,
+                          uint64_t section_count, uint64_t digest_count) {
+  memcpy(t, DCR__SIGN_DOMAIN, 16);
+  memcpy(t + 16, header, DCR__HEADER_SIZE);
+  dcr__put64(t + 80, sign_offset);
+  dcr__put64(t + 88, section_count);
+  dcr__put64(t + 96, digest_count);
+}
+
+void dcr__sign_section_record(uint8_t *rec, uint32_t type, uint64_t offset, uint64_t extent) {
+  dcr__put32(rec, type);
+  dcr__put64(rec + 8, offset);
+  dcr__put64(rec + 16, extent);
+}
+
 /* The table of §20.2 for r with the sections before section `until` (SIGN, or
  * FOOT for a bundle not yet signed); the tensor digests are left zero. */
 static int build_table(const dcr_reader *r, uint64_t until, uint8_t **out, size_t *length,
                        dcr_detail *d) {
-  uint64_t n = digest_count(&r->man);
+  uint64_t n = dcr__sign_digest_count(&r->man);
   size_t size = DCR__SIGN_TABLE_HEAD + (size_t)until * DCR__SIGN_SECTION_RECORD + (size_t)n * 32;
   uint8_t *t = calloc(1, size), *scratch = NULL;
   size_t capacity = 0;
   if (!t) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a signed table of %zu bytes", size);
   const uint8_t *header;
   int rc = dcr__source_get(&r->src, 0, DCR__HEADER_SIZE, &scratch, &capacity, &header, d);
-  if (!rc) {
-    memcpy(t, DCR__SIGN_DOMAIN, 16);
-    memcpy(t + 16, header, DCR__HEADER_SIZE);
-    dcr__put64(t + 80, r->sections[until].offset);
-    dcr__put64(t + 88, until);
-    dcr__put64(t + 96, n);
-  }
+  if (!rc) dcr__sign_table_head(t, header, r->sections[until].offset, until, n);
   for (uint64_t i = 0; i < until && !rc; i++) {
     const dcr__section *s = &r->sections[i];
     uint8_t *rec = t + DCR__SIGN_TABLE_HEAD + i * DCR__SIGN_SECTION_RECORD;
     uint64_t extent = r->sections[i + 1].offset - s->offset; /* header, payload, padding */
-    dcr__put32(rec, s->type);
-    dcr__put64(rec + 8, s->offset);
-    dcr__put64(rec + 16, extent);
+    dcr__sign_section_record(rec, s->type, s->offset, extent);
     rc = sha_range(r, s->offset, extent, rec + 24, &scratch, &capacity, d);
   }
   free(scratch);
@@ -204,9 +210,10 @@ static int check_signed(dcr_reader *r, const dcr_keyring *ring, int64_t at, cons
                    "bundle has %llu up to %llu", (unsigned long long)s->section_count,
                    (unsigned long long)s->sign_offset, (unsigned long long)at,
                    (unsigned long long)r->sections[at].offset);
-  else if (s->digest_count != digest_count(&r->man))
+  else if (s->digest_count != dcr__sign_digest_count(&r->man))
     rc = dcr__fail(d, DCR_E_SIGNATURE, "the signature has %llu tensor digests for %llu tensors",
-                   (unsigned long long)s->digest_count, (unsigned long long)digest_count(&r->man));
+                   (unsigned long long)s->digest_count,
+                   (unsigned long long)dcr__sign_digest_count(&r->man));
   for (uint64_t i = 0; i < (uint64_t)at && !rc; i++) {
     const uint8_t *mine = table + DCR__SIGN_TABLE_HEAD + i * DCR__SIGN_SECTION_RECORD;
     const uint8_t *theirs = s->section_records + i * DCR__SIGN_SECTION_RECORD;
@@ -365,11 +372,12 @@ static int copy_range(const dcr_reader *r, uint64_t offset, uint64_t length, dcr
   return DCR_OK;
 }
 
-/* The SIGN payload: the table and the signatures, ours among the existing
- * ones in key id order (replacing an earlier signature by the same key). */
-static int make_payload(const uint8_t *table, size_t table_length, const dcr__sign *old,
-                        const uint8_t record[DCR__SIGN_RECORD], uint8_t **out, size_t *length,
-                        dcr_detail *d) {
+int dcr__sign_payload(const uint8_t *table, size_t table_length, const dcr__sign *old,
+                      const uint8_t secret[64], const uint8_t id[DCR_KEY_ID_SIZE], uint8_t **out,
+                      size_t *length, dcr_detail *d) {
+  uint8_t record[DCR__SIGN_RECORD] = {DCR__SIGN_ED25519};
+  memcpy(record + 8, id, DCR_KEY_ID_SIZE);
+  crypto_sign_detached(record + 24, NULL, table, table_length, secret);
   uint32_t count = old ? old->signature_count : 0;
   size_t size = DCR__SIGN_HEAD + table_length + ((size_t)count + 1) * DCR__SIGN_RECORD;
   uint8_t *p = malloc(size), *at;
@@ -443,7 +451,8 @@ static int sign_open(dcr_reader *r, const char *secret_key_path, const char *bas
   size_t most = side_count(&r->man, DCR__HAS_BASE) > side_count(&r->man, DCR__HAS_TARGET)
                     ? side_count(&r->man, DCR__HAS_BASE) : side_count(&r->man, DCR__HAS_TARGET);
   if (!rc && !(digests = malloc(32 * most + 1))) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate digests");
-  uint8_t *tensor_digests = table ? table + table_length - 32 * (size_t)digest_count(&r->man) : NULL;
+  uint8_t *tensor_digests =
+      table ? table + table_length - 32 * (size_t)dcr__sign_digest_count(&r->man) : NULL;
   if (!rc && !(rc = side_digests(r, base_path, DCR__HAS_BASE, o->threads, o->cancel, 1, digests, d)))
     place_digests(&r->man, DCR__HAS_BASE, digests, tensor_digests);
   if (!rc && !(rc = side_digests(r, target_path, DCR__HAS_TARGET, o->threads, o->cancel, 0, digests, d)))
@@ -453,12 +462,8 @@ static int sign_open(dcr_reader *r, const char *secret_key_path, const char *bas
   if (!rc && sign_at >= 0 && (old.table_length != table_length || memcmp(old.table, table, table_length)))
     rc = (relocate(d, "SIGN", r->sections[sign_at].offset),
           bad(d, "the bundle's signatures sign another table (other bytes or other checkpoints)"));
-  if (!rc) {
-    uint8_t record[DCR__SIGN_RECORD] = {DCR__SIGN_ED25519};
-    memcpy(record + 8, id, DCR_KEY_ID_SIZE);
-    crypto_sign_detached(record + 24, NULL, table, table_length, sk);
-    rc = make_payload(table, table_length, sign_at >= 0 ? &old : NULL, record, &payload, &length, d);
-  }
+  if (!rc) rc = dcr__sign_payload(table, table_length, sign_at >= 0 ? &old : NULL, sk, id, &payload,
+                                 &length, d);
   sodium_memzero(sk, sizeof sk);
   if (!rc) rc = write_signed(r, until, payload, length, out_path, !o->no_sync, d);
   free(digests);

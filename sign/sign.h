@@ -34,6 +34,42 @@ typedef struct {
  * rule broken. Reads nothing outside p[0..length). */
 DCR_HIDDEN int dcr__sign_parse(const uint8_t *p, size_t length, dcr__sign *s, dcr_detail *d);
 
+/* The signed table (§20.2) is made of these parts, by the signer of a bundle
+ * already written (sign.c) and by the one beside an encode (signer.c): */
+/* Tensor digests a table carries: one per side present, in entry order (base first). */
+DCR_HIDDEN uint64_t dcr__sign_digest_count(const dcr__manifest *m);
+/* The table's head at t (its reserved field left as it is: zero). */
+DCR_HIDDEN void dcr__sign_table_head(uint8_t *t, const uint8_t header[DCR__HEADER_SIZE],
+                                     uint64_t sign_offset, uint64_t section_count,
+                                     uint64_t digest_count);
+/* A section record but its SHA-256 digest (rec + 24), and its reserved field. */
+DCR_HIDDEN void dcr__sign_section_record(uint8_t *rec, uint32_t type, uint64_t offset,
+                                         uint64_t extent);
+/* Signs the table with the secret key (id: its key id) and makes the SIGN payload:
+ * the table and the signatures, ours among those of `old` (NULL: none) in key id
+ * order, replacing an earlier one by the same key. *out is the caller's to free. */
+DCR_HIDDEN int dcr__sign_payload(const uint8_t *table, size_t table_length, const dcr__sign *old,
+                                 const uint8_t secret[64], const uint8_t id[DCR_KEY_ID_SIZE],
+                                 uint8_t **out, size_t *length, dcr_detail *d);
+
+/* ---- signer.c: a bundle signed as it is written (dcr_encode_options.sign_key) */
+typedef struct dcr__signer dcr__signer;
+/* Reads the secret key file (refused before a byte is written: no work lost) and
+ * prepares room for digest_count tensor digests. */
+DCR_HIDDEN int dcr__signer_open(dcr__signer **s, const char *secret_key_path,
+                                uint64_t digest_count, dcr_detail *d);
+/* Where the tensor digests go, in the table's order: the caller fills them all
+ * before dcr__signer_write. */
+DCR_HIDDEN uint8_t *dcr__signer_digests(dcr__signer *s);
+/* Puts the signer between w and its sink, before w's first byte: from then on it
+ * keeps the bundle header and a SHA-256 digest of every section. */
+DCR_HIDDEN void dcr__signer_attach(dcr__signer *s, dcr__writer *w);
+/* Takes the signer out of w and writes the SIGN section at w's offset, over the
+ * sections written so far: the bundle then needs its footer alone. */
+DCR_HIDDEN int dcr__signer_write(dcr__signer *s, dcr__writer *w, dcr_detail *d);
+/* Wipes the secret key. Accepts NULL. */
+DCR_HIDDEN void dcr__signer_free(dcr__signer *s);
+
 /* The key id of a public key (§20.1): the first 16 bytes of its SHA-256. */
 DCR_HIDDEN void dcr__key_id(const uint8_t public_key[32], uint8_t id[DCR_KEY_ID_SIZE]);
 

@@ -614,7 +614,7 @@ int dcr_squash(const char *const *bundle_paths, size_t count, const char *base_p
     rc = dcr__write_head(&s.w, &s.man, &s.lim, meta->pairs, (size_t)meta->count, d);
   }
   if (!rc) rc = dcr__pool_stream(pool, s.job_count, run_job, take_job, &s, opt->cancel, d);
-  if (!rc) rc = dcr__write_tail(&s.w, &s.man, s.index.records, s.index.count, d);
+  if (!rc) rc = dcr__write_tail(&s.w, &s.man, s.index.records, s.index.count, NULL, d);
   /* R-WRT-4: 1.2 (1.3) only if a chunk is DELTA_CLASSED (DELTA_BANDED), which is
    * known once every chunk is made; the header has no check over the rest of the
    * file, so it is written again (the output is a file of our own, not a stream). */

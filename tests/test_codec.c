@@ -289,6 +289,42 @@ static void test_classed_walks_agree(void **state) {
       }
 }
 
+/* ---- SHA-256 piece digests (§20.2) -------------------------------------- */
+
+/* The SHA extensions' path (sha256_ni.c) against libcrypto's, which is the
+ * reference: random bytes of lengths around the groups of four whole pieces,
+ * and a known answer (SHA-256 of 4096 zero bytes) through both. */
+static void test_sign2_piece_digests_vector_equals_libcrypto(void **state) {
+  (void)state;
+  static const size_t lengths[] = {0, 1, 4095, 4096, 3 * 4096, 4 * 4096, 4 * 4096 + 1,
+                                   5 * 4096 - 1, 9 * 4096 + 100, 64 * 4096};
+  uint8_t *p = xmalloc(64 * 4096), *a = xmalloc(32 * 64), *b = xmalloc(32 * 64);
+  dcr__sha256 s;
+  assert_int_equal(dcr__sha256_init(&s, NULL), DCR_OK);
+  rng_seed(33);
+  for (size_t i = 0; i < 64 * 4096; i++) p[i] = (uint8_t)rng();
+  for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+    dcr__sha256_vector = 0;
+    size_t n = dcr__pieces_sha256(&s, p, lengths[l], a);
+    dcr__sha256_vector = 1;
+    assert_int_equal(dcr__pieces_sha256(&s, p, lengths[l], b), n);
+    assert_int_equal(n, DCR__PIECES(lengths[l]));
+    if (memcmp(a, b, 32 * n)) fail_msg("%zu bytes: the piece digests differ", lengths[l]);
+  }
+  static const uint8_t zero_piece[32] = {
+      0xad, 0x7f, 0xac, 0xb2, 0x58, 0x6f, 0xc6, 0xe9, 0x66, 0xc0, 0x04, 0xd7, 0xd1, 0xd1, 0x6b, 0x02,
+      0x4f, 0x58, 0x05, 0xff, 0x7c, 0xb4, 0x7c, 0x7a, 0x85, 0xda, 0xbd, 0x8b, 0x48, 0x89, 0x2c, 0xa7};
+  memset(p, 0, 4 * 4096);
+  for (int v = 0; v < 2; v++) {
+    dcr__sha256_vector = v;
+    assert_int_equal(dcr__pieces_sha256(&s, p, 4 * 4096, a), 4);
+    for (int k = 0; k < 4; k++) assert_memory_equal(a + 32 * k, zero_piece, 32);
+  }
+  dcr__sha256_vector = 1;
+  dcr__sha256_free(&s);
+  free(p), free(a), free(b);
+}
+
 /* ---- planes (§9.1) ------------------------------------------------------ */
 
 static void test_planes_split_join_round_trip(void **state) {
@@ -1217,6 +1253,7 @@ int main(void) {
       cmocka_unit_test(test_enc_stored_stream_too_short_is_rejected),
       cmocka_unit_test(test_pool_runs_every_job_once_in_a_window),
       cmocka_unit_test(test_pool_stops_early),
+      cmocka_unit_test(test_sign2_piece_digests_vector_equals_libcrypto),
       /* last: if it overruns, a sanitizer stops the run here */
       cmocka_unit_test(test_cmp3_sparse_count_above_n_fails_without_overrun),
   };

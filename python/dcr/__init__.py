@@ -66,7 +66,7 @@ from ._errors import (
 from ._checkpoint import opened_checkpoint, reader_limits
 from ._encoding import EncodeStats, max_minor
 from ._squash import squash
-from ._signing import Keyring, SignatureResult, keygen, sign, staged
+from ._signing import Keyring, SignatureResult, keygen, sign
 from . import history
 from ._safetensors import TensorData, Tensors, load_checkpoint, load_safetensors, memory_file, save_safetensors
 
@@ -178,26 +178,18 @@ def encode(
             exception it raises stops the encode and is raised again.
         cancel: a :class:`Cancel` token that stops the encode from another thread.
         sign_key: a secret key file (:func:`keygen`): the bundle is signed with it
-            (:func:`sign`) before it reaches ``out``, which never holds it
-            unsigned: it is written to a private directory beside a path ``out``
-            (in TMPDIR for a file object), signed there, then renamed into place
-            (or copied to the file object); a failed sign leaves ``out`` as it
-            was (a killed process may leave the directory, ``.dcr-sign-*``, but
-            never an unsigned ``out``). This is two passes: signing reads the bundle, the base and the
-            target again and hashes them with SHA-256, which on a 64 MiB pair
-            from ``dcr synth`` (2 CPUs) took the encode from 0.19 s to 0.33-0.38 s
-            (medians of 3 runs): +77-99%. Computing the digests during the
-            encode (issue #33) would make it nearly free.
+            as it is written (SPEC.md §20), in the encode's one pass: the same
+            bytes as :func:`sign` of the unsigned bundle, with no second read of
+            the bundle or the checkpoints. The cost is SHA-256 over both
+            checkpoints (README, "Signed bundles", has the measured overhead).
     """
     cb = _Callbacks(progress, cancel)
     o, keep = _encode_options(chunk_size, level, threads, raw, metadata, cb, replace, sync, max_memory,
                               unrelated, format)
     if sign_key is not None:
-        with staged(out, replace=replace, sync=sync) as path:
-            o.no_sync = 1  # the signed file is synced: the unsigned one is thrown away
-            stats = _encode_file(base, target, path, o, cb)
-            sign(path, sign_key, base=base, target=target, threads=threads, sync=sync, cancel=cb.cancel)
-        return stats
+        key = os.fsencode(os.fspath(sign_key))
+        keep = (keep, key)
+        o.sign_key = key
     if hasattr(out, "write"):
         return _encode_to(base, target, out.write, o, cb)  # type: ignore[union-attr]
     stats = _encode_file(base, target, out, o, cb)  # type: ignore[arg-type]
@@ -249,8 +241,7 @@ def _encode_to(base: PathLike, target: PathLike, write: Callable[[bytes], Any], 
 def encode_bytes(base: PathLike, target: PathLike, **options: Any) -> Tuple[bytes, EncodeStats]:
     """:func:`encode` into memory: returns the bundle's bytes and the statistics
     (options as for :func:`encode`; ``replace`` and ``sync`` do not apply). With
-    ``sign_key`` the bytes are the signed bundle (made in a file in TMPDIR, signed,
-    read back, removed)."""
+    ``sign_key`` the bytes are the signed bundle."""
     buf = io.BytesIO()
     stats = encode(base, target, buf, **options)
     return buf.getvalue(), stats

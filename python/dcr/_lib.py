@@ -104,7 +104,8 @@ class EncodeOptions(Structure):
         ("max_memory", c_uint64),
         ("unrelated", c_int),
         ("max_minor", c_int),
-        ("reserved_", c_uint64 * 5),
+        ("sign_key", c_char_p),
+        ("reserved_", c_uint64 * 4),
     ]
 
 

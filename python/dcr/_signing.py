@@ -16,14 +16,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Iterable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Union
 
 from . import _lib
 from ._closing import _Closing
-from ._errors import argument_error, check, make_error
+from ._errors import argument_error, check
 
 if TYPE_CHECKING:
     from ._bundle import Cancel
@@ -173,40 +171,4 @@ def sign(
                           os.fsencode(os.fspath(base)), os.fsencode(os.fspath(target)),
                           None if out is None else os.fsencode(os.fspath(out)), ctypes.byref(o),
                           ctypes.byref(d)), d)
-
-
-@contextlib.contextmanager
-def staged(out: Union[PathLike, IO[bytes]], *, replace: bool, sync: bool) -> Iterator[str]:
-    """A path for a bundle that must be signed before anyone sees it: in a new
-    private directory beside ``out`` (same filesystem, so the rename is atomic),
-    or in TMPDIR when ``out`` is a file object. When the block ends without an
-    error the file there (signed by then) is renamed to ``out`` (``replace=False``:
-    linked, so that an existing ``out`` is kept, DCR_E_IO) and the directory
-    fsynced, or copied to the file object; on any error ``out`` is untouched. The
-    directory is removed either way."""
-    to_file = hasattr(out, "write")
-    final = "" if to_file else os.path.abspath(os.fspath(out))  # type: ignore[arg-type]
-    work = tempfile.mkdtemp(prefix=".dcr-sign-", dir=None if to_file else os.path.dirname(final))
-    try:
-        path = os.path.join(work, "bundle.dcr")
-        yield path
-        if to_file:
-            with open(path, "rb") as f:
-                shutil.copyfileobj(f, out, 1 << 20)  # type: ignore[arg-type]
-            return
-        if replace:
-            os.replace(path, final)
-        else:
-            try:
-                os.link(path, final)
-            except FileExistsError:
-                raise make_error(1, file=final, message="the output exists and replace=False keeps it") from None
-        if sync:
-            fd = os.open(os.path.dirname(final), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
