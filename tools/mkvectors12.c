@@ -237,37 +237,7 @@ static void pair_dtypes(void) {
   ck_finish(&DT);
 }
 
-static ckpt LB, LT; /* the long values pair */
-
-/* For each dtype, 16 random elements of which 8 move by the extremes of §9.4's
- * code: d = -2^(B-1) twice (z = 2^B - 1: L = B - 1, M = 2^(B-1)), elements 0 and 7,
- * put in one class so that its context l(B-2) is used again; 2^(B-1) - 1 (z = 2^B
- * - 2, the largest positive); 2^(B-2) (z = 2^(B-1)); 1 - 2^(B-1) (z = 2^B - 3); 1,
- * -1 and 2. */
-static const int long_dtypes[] = {BF16, F16, F32, F64, C64, F8_E4M3, F8_E5M2, F8_E8M0, I64, U8};
-
-static void pair_long(void) {
-  uint64_t d[1];
-  char name[32];
-  LB.file = "ckpt/long-base.safetensors";
-  LB.kind = KIND_ST;
-  for (size_t k = 0; k < sizeof long_dtypes / sizeof *long_dtypes; k++) {
-    snprintf(name, sizeof name, "x.%s", dt_name[long_dtypes[k]]);
-    tensor *t = ck_add(&LB, name, long_dtypes[k], 1, dims1(d, 16));
-    fill_random(t);
-    unsigned shift, width = class_width(t->dtype, &shift);
-    uint64_t field = ones(width) << shift;
-    set_u(t, 7, (get_u(t, 7) & ~field) | (get_u(t, 0) & field));
-  }
-  ck_finish(&LB);
-  ck_clone(&LT, &LB, "ckpt/long-target.safetensors");
-  for (size_t k = 0; k < LB.n; k++) {
-    uint64_t h = (uint64_t)1 << (bits_of(&LB.t[k]) - 1);
-    const uint64_t moves[8] = {h, h - 1, h / 2, h + 1, 1, 0 - (uint64_t)1, 2, h};
-    for (size_t i = 0; i < 8; i++) move(&LB.t[k], &LT.t[k], i, moves[i]);
-  }
-  ck_finish(&LT);
-}
+static ckpt LB, LT; /* the long values pair (long_pair) */
 
 static ckpt RB, RT; /* the raw pair */
 
@@ -287,57 +257,8 @@ static void pair_raw(void) {
   ck_finish(&RT);
 }
 
-static ckpt ZB, ZT; /* the zero base pair */
-
-/* kept BF16 [512] has a step; recoded F32 [256] becomes BF16 [512] (another dtype:
- * coded against zeros); added BF16 [600] and added.scales F8_E8M0 [300] are new
- * (zeros in them stay zeros: not changes). */
-static void pair_zero(void) {
-  uint64_t d[1];
-  ZB.file = "ckpt/zero-base.safetensors";
-  ZB.kind = KIND_ST;
-  fill_weights(ck_add(&ZB, "kept", BF16, 1, dims1(d, 512)), 124, 12);
-  fill_weights(ck_add(&ZB, "recoded", F32, 1, dims1(d, 256)), 123, 8);
-  ck_finish(&ZB);
-  ck_clone(&ZT, &ZB, "ckpt/zero-target.safetensors");
-  step(ck_get(&ZB, "kept"), ck_get(&ZT, "kept"), 118, 10000, 116);
-  ck_remove(&ZT, "recoded");
-  fill_weights(ck_add(&ZT, "recoded", BF16, 1, dims1(d, 512)), 124, 8);
-  tensor *a = ck_add(&ZT, "added", BF16, 1, dims1(d, 600));
-  fill_weights(a, 122, 10);
-  for (size_t i = 0; i < elements(a); i += 7) set_u(a, i, 0);
-  tensor *s = ck_add(&ZT, "added.scales", F8_E8M0, 1, dims1(d, 300));
-  fill_weights(s, 127, 10);
-  for (size_t i = 0; i < elements(s); i += 9) set_u(s, i, 0);
-  ck_finish(&ZT);
-}
-
-static ckpt SB, ST; /* the resize pair */
-
-/* grow BF16 [32, 16] -> [48, 16] and shrink F32 [40, 8] -> [24, 8], each with a
- * step in the rows it keeps; grow's new rows are new weights. */
-static void pair_resize(void) {
-  uint64_t d[2];
-  SB.file = "ckpt/resize-base.safetensors";
-  SB.kind = KIND_ST;
-  fill_weights(ck_add(&SB, "grow", BF16, 2, dims2(d, 32, 16)), 124, 12);
-  fill_weights(ck_add(&SB, "shrink", F32, 2, dims2(d, 40, 8)), 123, 8);
-  ck_finish(&SB);
-  ST.file = "ckpt/resize-target.safetensors";
-  ST.kind = KIND_ST;
-  tensor *g = ck_add(&ST, "grow", BF16, 2, dims2(d, 48, 16));
-  tensor *s = ck_add(&ST, "shrink", F32, 2, dims2(d, 24, 8));
-  fill_weights(g, 124, 12);
-  tensor gb = *ck_get(&SB, "grow"), sb = *ck_get(&SB, "shrink");
-  memcpy(g->data, gb.data, (size_t)gb.len);
-  sb.len = s->len;
-  memcpy(s->data, sb.data, (size_t)sb.len);
-  tensor kept = *g; /* the rows grow keeps */
-  kept.len = gb.len;
-  step(&gb, &kept, 118, 10000, 116);
-  step(&sb, s, 126, 3000, 0);
-  ck_finish(&ST);
-}
+static ckpt ZB, ZT; /* the zero base pair (zero_pair) */
+static ckpt SB, ST; /* the resize pair (resize_pair) */
 
 /* ------------------------------------------------------------------------ */
 /* Valid vectors                                                             */
@@ -385,7 +306,7 @@ static void valid_vectors(void) {
              .covers = "§9.4,§3,R-DCL-2"),
        &B, 0, &DB, &DT);
 
-  pair_long();
+  long_pair(&LB, &LT);
   build(&B, &LB, &LT, 4096, pol_fixed, (void *)&classed);
   emit(VALID(.id = "valid/classed-long-values", .flags = "classed,dtype,long-value",
              .text = "for BF16, F16, F32, F64, C64, F8_E4M3, F8_E5M2, F8_E8M0, I64 and U8, 8 "
@@ -411,7 +332,7 @@ static void valid_vectors(void) {
              .text = text, .covers = "§9.4,R-DCL-2,R-DCL-3"),
        &B, 0, &RB, &RT);
 
-  pair_zero();
+  zero_pair(&ZB, &ZT);
   build(&B, &ZB, &ZT, 4096, pol_fixed, (void *)&classed);
   emit(VALID(.id = "valid/classed-zero-base", .flags = "classed,zero-base,long-value",
              .text = "DELTA_CLASSED against the zero base: an added BF16 tensor and an added "
@@ -422,7 +343,7 @@ static void valid_vectors(void) {
              .covers = "§9.4,§8.1,R-DCL-4"),
        &B, 0, &ZB, &ZT);
 
-  pair_resize();
+  resize_pair(&SB, &ST);
   build_ex(&B, &SB, &ST, 4096, pol_fixed, (void *)&classed, resize_first_dim);
   if (B.s[1].type != T4("RSIZ") || B.minor != 2) die("resize: no RSIZ or minor %u", B.minor);
   emit(VALID(.id = "valid/classed-resize", .flags = "classed,resize,zero-base",
@@ -482,7 +403,6 @@ enum {
   CLASS_SET,    /* the last record's class is arg */
   K_ZERO,       /* a record for the first class that has no change, with k = 0 */
   K_ADD,        /* the busiest record's k as written plus arg */
-  COUNT_ADD,    /* the chunk record's count plus arg */
   RICE_BYTE,    /* the second record's rank stream starts with the byte arg */
   RICE_K,       /* the busiest record's ranks coded with its canonical k plus arg */
   RANK_N,       /* the second record's last rank is n */
@@ -495,10 +415,6 @@ enum {
   VAL_EMPTY,    /* no value stream */
   VAL_TRAIL,    /* a zero byte after the value stream */
   VAL_CODE,     /* the value stream's last byte plus 1 */
-  COMP,         /* compression arg, the data as stored */
-  ZSTD,         /* compression 1, the data in a zstd frame */
-  ENCODING,     /* encoding arg */
-  MINOR,        /* the bundle declares minor arg */
   RANK_POP,     /* the busiest record's last rank is its class's population */
   RANK_FAR,     /* the last rank of the least populated class listed is n - 1 */
   CLASS_ABSENT, /* the busiest record's last change moved to rank 0 of a class the base lacks */
@@ -659,22 +575,8 @@ static void bad_chunk(bundle *B, const bad_vec *v, int fix, char *what, size_t w
       case TABLE_CUT: data.n = table - 1; break;
       case RANK_CUT: data.n = ranks_end - 1; break;
       case RANK_NONE: data.n = table; break;
-      case COMP: comp = (int)v->arg; break;
-      case ZSTD: {
-        buf z = {0};
-        zframe_raw(&z, data.n, data.p, data.n);
-        bfree(&data);
-        data = z;
-        comp = 1;
-        break;
-      }
-      case COUNT_ADD:
-        snprintf(what, wsize, "the table sums to %u", count);
-        count += (uint32_t)v->arg;
-        break;
-      case ENCODING: enc = (int)v->arg; break;
-      case MINOR: B->minor = (unsigned)v->arg; break;
     }
+  if (!fix) record_fault(B, v->how, v->arg, &data, &enc, &comp, &count, what, wsize);
   set_chunk(chunk_sec(B, (uint32_t)i, 0), enc, comp, count, &data);
   bfree(&data);
   cplan_free(P);
@@ -859,28 +761,14 @@ static void invalid_vectors(void) {
 /* ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-  if (!index_open(argc, argv, "v1.2", ".", v12_flags, sizeof v12_flags / sizeof *v12_flags)) {
-    fprintf(stderr, "usage: mkvectors12 OUTDIR [--repaired DIR]\n"
-                    "  writes OUTDIR/v1.2/index.json and the files beside it; with --repaired,\n"
-                    "  also every repaired variant as DIR/index.json and files (all valid)\n");
+  if (!minor_index_open(argc, argv, "1.2", v12_flags, sizeof v12_flags / sizeof *v12_flags))
     return 2;
-  }
 
   pair_model();
   valid_vectors();
   invalid_vectors();
 
-  index_info x = {
-      .schema = "../schema.json",
-      .format_version = "1.2",
-      .generator = "tools/mkvectors12.c (make vectors); seed 0x4443523132766563",
-      .usage = "as for testvectors/index.json (testvectors/README.md), with paths relative to the "
-               "folder of this index",
-      .nomem = "allocation failure: a property of the environment",
-      .no_vectors = json_object(),
-      .repaired_text = "repaired variants of the 1.2 invalid vectors (mkvectors12 --repaired): "
-                       "each must be valid; not committed"};
-  index_close(&x);
+  minor_index_close("1.2", "tools/mkvectors12.c (make vectors); seed 0x4443523132766563");
   bundle_free(&M);
   return 0;
 }

@@ -304,67 +304,9 @@ static void pair_golomb(void) {
   ck_finish(&GT);
 }
 
-static ckpt LB, LT; /* long values, as mkvectors12.c's */
-
-static const int long_dtypes[] = {BF16, F16, F32, F64, C64, F8_E4M3, F8_E5M2, F8_E8M0, I64, U8};
-
-static void pair_long(void) {
-  uint64_t d[1];
-  char name[32];
-  LB.file = "ckpt/long-base.safetensors";
-  LB.kind = KIND_ST;
-  for (size_t k = 0; k < sizeof long_dtypes / sizeof *long_dtypes; k++) {
-    snprintf(name, sizeof name, "x.%s", dt_name[long_dtypes[k]]);
-    fill_random(ck_add(&LB, name, long_dtypes[k], 1, dims1(d, 16)));
-  }
-  ck_finish(&LB);
-  ck_clone(&LT, &LB, "ckpt/long-target.safetensors");
-  for (size_t k = 0; k < LB.n; k++) {
-    uint64_t h = (uint64_t)1 << (bits_of(&LB.t[k]) - 1);
-    const uint64_t moves[8] = {h, h - 1, h / 2, h + 1, 1, 0 - (uint64_t)1, 2, h};
-    for (size_t i = 0; i < 8; i++) move(&LB.t[k], &LT.t[k], i, moves[i]);
-  }
-  ck_finish(&LT);
-}
-
-static ckpt ZB, ZT; /* the zero base */
-
-static void pair_zero(void) {
-  uint64_t d[1];
-  ZB.file = "ckpt/zero-base.safetensors";
-  ZB.kind = KIND_ST;
-  fill_weights(ck_add(&ZB, "kept", BF16, 1, dims1(d, 512)), 124, 12);
-  fill_weights(ck_add(&ZB, "recoded", F32, 1, dims1(d, 256)), 123, 8);
-  ck_finish(&ZB);
-  ck_clone(&ZT, &ZB, "ckpt/zero-target.safetensors");
-  step(ck_get(&ZB, "kept"), ck_get(&ZT, "kept"), 118, 10000, 116);
-  ck_remove(&ZT, "recoded");
-  fill_weights(ck_add(&ZT, "recoded", BF16, 1, dims1(d, 512)), 124, 8);
-  tensor *a = ck_add(&ZT, "added", BF16, 1, dims1(d, 600));
-  fill_weights(a, 122, 10);
-  for (size_t i = 0; i < elements(a); i += 7) set_u(a, i, 0);
-  ck_finish(&ZT);
-}
-
-static ckpt SB, ST; /* a resize */
-
-static void pair_resize(void) {
-  uint64_t d[2];
-  SB.file = "ckpt/resize-base.safetensors";
-  SB.kind = KIND_ST;
-  fill_weights(ck_add(&SB, "grow", BF16, 2, dims2(d, 32, 16)), 124, 12);
-  ck_finish(&SB);
-  ST.file = "ckpt/resize-target.safetensors";
-  ST.kind = KIND_ST;
-  tensor *g = ck_add(&ST, "grow", BF16, 2, dims2(d, 48, 16));
-  fill_weights(g, 124, 12);
-  tensor gb = *ck_get(&SB, "grow");
-  memcpy(g->data, gb.data, (size_t)gb.len);
-  tensor kept = *g;
-  kept.len = gb.len;
-  step(&gb, &kept, 118, 10000, 116);
-  ck_finish(&ST);
-}
+static ckpt LB, LT; /* long values (long_pair) */
+static ckpt ZB, ZT; /* the zero base (zero_pair) */
+static ckpt SB, ST; /* a resize (resize_pair) */
 
 /* ------------------------------------------------------------------------ */
 /* Valid vectors                                                             */
@@ -459,7 +401,7 @@ static void valid_vectors(void) {
              .covers = "§9.5,R-BND-6"),
        &B, 0, &GB, &GT);
 
-  pair_long();
+  long_pair(&LB, &LT);
   build_banded(&B, &LB, &LT, NULL);
   emit(VALID(.id = "valid/banded-long-values", .flags = "banded,dtype,long-value",
              .text = "for BF16, F16, F32, F64, C64, F8_E4M3, F8_E5M2, F8_E8M0, I64 and U8, 8 of "
@@ -469,23 +411,24 @@ static void valid_vectors(void) {
              .covers = "§9.5,R-BND-3,R-BND-5"),
        &B, 0, &LB, &LT);
 
-  pair_zero();
+  zero_pair(&ZB, &ZT);
   build_banded(&B, &ZB, &ZT, NULL);
   emit(VALID(.id = "valid/banded-zero-base", .flags = "banded,zero-base,long-value",
-             .text = "DELTA_BANDED against the zero base: an added BF16 tensor (its zeros are "
-                     "not changes) and one recoded from F32 [256] to BF16 [512]: every element "
-                     "of class 0, in the first band, ranks are positions and values whole "
-                     "keys; beside them a tensor with a step",
+             .text = "DELTA_BANDED against the zero base: an added BF16 tensor and an added "
+                     "F8_E8M0 one (their zeros are not changes), one recoded from F32 [256] to "
+                     "BF16 [512]: every element of class 0, in the first band, so ranks are "
+                     "positions and values whole keys; beside them a tensor with a step",
              .covers = "§9.5,§8.1,R-BND-7"),
        &B, 0, &ZB, &ZT);
 
-  pair_resize();
+  resize_pair(&SB, &ST);
   build_banded(&B, &SB, &ST, resize_first_dim);
   if (B.s[1].type != T4("RSIZ")) die("resize: no RSIZ");
   emit(VALID(.id = "valid/banded-resize", .flags = "banded,resize,zero-base",
-             .text = "RSIZ lists BF16 [32, 16] grown to [48, 16], with a step in the rows it "
-                     "keeps, DELTA_BANDED: the classes are those of the resized base (§6.5), "
-                     "the kept rows' then zeros (class 0) under the new rows",
+             .text = "RSIZ lists BF16 [32, 16] grown to [48, 16] and F32 [40, 8] shrunk to "
+                     "[24, 8], with a step in the rows they keep, DELTA_BANDED: the classes are "
+                     "those of the resized base (§6.5), the kept rows' then zeros (class 0) "
+                     "under the new rows",
              .covers = "§9.5,R-RSZ-2,R-BND-7"),
        &B, 0, &SB, &ST);
 
@@ -559,8 +502,6 @@ enum {
   CUT_LENS,   /* the data ends one byte before the end of the band's code */
   CUT_RANK,   /* the data ends arg bytes into the band's rank stream */
   CUT_RANKS,  /* the data ends one byte before the end of the last rank stream */
-  /* the record and the bundle */
-  COMP, ZSTD, COUNT_ADD, ENCODING, MINOR,
 };
 
 enum { ON_W, ON_F64, ON_F8, ON_ONE, ON_U8, ON_CODES_ODD };
@@ -736,22 +677,8 @@ static void bad_chunk(bundle *B, const bad_vec *v, int fix, char *what, size_t w
       case CUT_LENS: data.n = lens_end - 1; break;
       case CUT_RANK: data.n = rank_at + (size_t)v->arg; break;
       case CUT_RANKS: data.n = ranks - 1; break;
-      case COMP: comp = (int)v->arg; break;
-      case ZSTD: {
-        buf z = {0};
-        zframe_raw(&z, data.n, data.p, data.n);
-        bfree(&data);
-        data = z;
-        comp = 1;
-        break;
-      }
-      case COUNT_ADD:
-        snprintf(what, wsize, "the table sums to %u", count);
-        count += (uint32_t)v->arg;
-        break;
-      case ENCODING: enc = (int)v->arg; break;
-      case MINOR: B->minor = (unsigned)v->arg; break;
     }
+  if (!fix) record_fault(B, v->how, v->arg, &data, &enc, &comp, &count, what, wsize);
   set_chunk(chunk_sec(B, (uint32_t)i, 0), enc, comp, count, &data);
   bfree(&data);
   bplan_free(P);
@@ -933,26 +860,12 @@ static void invalid_vectors(void) {
 /* ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-  if (!index_open(argc, argv, "v1.3", ".", v13_flags, sizeof v13_flags / sizeof *v13_flags)) {
-    fprintf(stderr, "usage: mkvectors13 OUTDIR [--repaired DIR]\n"
-                    "  writes OUTDIR/v1.3/index.json and the files beside it; with --repaired,\n"
-                    "  also every repaired variant as DIR/index.json and files (all valid)\n");
+  if (!minor_index_open(argc, argv, "1.3", v13_flags, sizeof v13_flags / sizeof *v13_flags))
     return 2;
-  }
   pair_model();
   valid_vectors();
   invalid_vectors();
-  index_info x = {
-      .schema = "../schema.json",
-      .format_version = "1.3",
-      .generator = "tools/mkvectors13.c (make vectors); seed 0x4443523133766563",
-      .usage = "as for testvectors/index.json (testvectors/README.md), with paths relative to the "
-               "folder of this index",
-      .nomem = "allocation failure: a property of the environment",
-      .no_vectors = json_object(),
-      .repaired_text = "repaired variants of the 1.3 invalid vectors (mkvectors13 --repaired): "
-                       "each must be valid; not committed"};
-  index_close(&x);
+  minor_index_close("1.3", "tools/mkvectors13.c (make vectors); seed 0x4443523133766563");
   bundle_free(&M);
   return 0;
 }
