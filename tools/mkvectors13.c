@@ -338,8 +338,9 @@ static void valid_vectors(void) {
 
   bundle_copy(&B, &M);
   emit(VALID(.id = "valid/banded-model", .flags = "banded,bands,value-code,dtype",
-             .text = "w BF16 [2048] in 5 bands (thresholds 110, 118, 122, 126): band 0 sparse, "
-                     "band 1 inverted with every element changed (j = 0), band 2 sparse, band 3 "
+             .text = "w BF16 [2048] in 5 bands (thresholds 110, 118, 122, 126): band 0 with "
+                     "about 40% of its elements changed, listed by rank, band 1 inverted with "
+                     "every element changed (j = 0), band 2 sparse, band 3 "
                      "without changes between them, band 4 inverted with j > 0; beside it F64 "
                      "[256] and F8_E4M3 [512] after a step, I16 [256] whose every element moves "
                      "by +1 (one band, a one-symbol code: nsym = 1, length 1), U8 [512] (one "
@@ -396,8 +397,8 @@ static void valid_vectors(void) {
              .text = "six U8 [1024] tensors, a fifth of each changed, each one band whose rank "
                      "stream has the divisor m = 1 (no remainder bits), 2 (b = 1: only the "
                      "bit y), 2^31 (the largest: b = 31, u = 0), 7 (u = 1: remainders of 2 "
-                     "and of 3 bits), 1000 and 2^31 - 1 (u = 1, 30 or 31 bits); none is the "
-                     "writer's best, all are valid (m is not canonical)",
+                     "and of 3 bits), 1000 and 2^31 - 1 (u = 1, 30 or 31 bits), set whatever "
+                     "divisor a writer would choose: m is not canonical, any is valid",
              .covers = "§9.5,R-BND-6"),
        &B, 0, &GB, &GT);
 
