@@ -102,6 +102,13 @@ $(BUILD)/mkvectors12: $(BUILD)/tools/mkvectors12.o
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
+# The 1.3 vector generator (tools/mkvectors13.c, testvectors/v1.3/): DELTA_BANDED,
+# with the band tables, prefix codes and Golomb streams of tools/bundlegen.h,
+# written from SPEC.md §9.5 alone, not libdcr's (codec/banded.c, codec/golomb.c).
+$(BUILD)/mkvectors13: $(BUILD)/tools/mkvectors13.o
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
+
 # The apply journal vector generator (tools/mkjournals.c, SPEC.md §18): written from
 # the spec alone, with zstd, xxhash and jansson, not libdcr.
 $(BUILD)/mkjournals: $(BUILD)/tools/mkjournals.o
@@ -184,7 +191,7 @@ check-append-vectors:
 check-crash-history:
 	bash tests/crash_history_test.sh $(BUILD)/dcr 8
 check-spec-lint:
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json testvectors/history-append-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/v1.3/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json testvectors/history-append-v1/index.json
 check-sign-vectors:
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
 check-range-vectors:
@@ -218,13 +225,15 @@ python-test: $(BUILD)/libdcr.so $(BUILD)/dcr ## Test the Python package (python/
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/, history-append-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkjournals.c and tools/mk*vectors.py
+vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkvectors13 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, v1.3/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/, history-append-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkvectors13.c, tools/mkjournals.c and tools/mk*vectors.py
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 	rm -rf testvectors/v1.1
 	$(BUILD)/mkvectors11 testvectors
 	rm -rf testvectors/v1.2
 	$(BUILD)/mkvectors12 testvectors
+	rm -rf testvectors/v1.3
+	$(BUILD)/mkvectors13 testvectors
 	rm -rf testvectors/journal-v1 testvectors/journal-v1.1 testvectors/journal-v1.2
 	$(BUILD)/mkjournals testvectors
 	rm -rf testvectors/sign-v1
@@ -278,7 +287,7 @@ t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-$(1).XXXXXX") && \
 	fi
 endef
 
-vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkjournals $(BUILD)/test_vectors ## Regenerate the vectors in a temporary folder; fail if a byte differs or a repaired vector is not valid
+vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkvectors13 $(BUILD)/mkjournals $(BUILD)/test_vectors ## Regenerate the vectors in a temporary folder; fail if a byte differs or a repaired vector is not valid
 	@t=$$(mktemp -d "$${TMPDIR:-/tmp}/dcr-vectors.XXXXXX") && \
 	$(BUILD)/mkvectors "$$t" --repaired "$$t/repaired" && \
 	if diff -r "$$t/v1" testvectors/v1 && cmp "$$t/index.json" testvectors/index.json; then \
@@ -299,6 +308,7 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BU
 	fi
 	@$(call minor_vectors_check,mkvectors11,1.1)
 	@$(call minor_vectors_check,mkvectors12,1.2)
+	@$(call minor_vectors_check,mkvectors13,1.3)
 	@$(call python_vectors_check,mksignvectors,sign-v1,The signature 1.0 vectors (SPEC.md §20))
 	@$(call python_vectors_check,mkrangevectors,range-v1,The range reader vectors (SPEC.md §21))
 	@$(call python_vectors_check,mkresourcevectors,resource-v1,The resource vectors (SPEC.md §11, §14))
@@ -370,5 +380,5 @@ help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BUILD)/tools/mkvectors.d $(BUILD)/tools/mkvectors11.d \
-         $(BUILD)/tools/mkvectors12.d $(BUILD)/tools/mkjournals.d $(FUZZ_OBJ:.o=.d) \
+         $(BUILD)/tools/mkvectors12.d $(BUILD)/tools/mkvectors13.d $(BUILD)/tools/mkjournals.d $(FUZZ_OBJ:.o=.d) \
          $(wildcard $(BUILD)/tests/*.d)

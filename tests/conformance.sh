@@ -5,8 +5,9 @@
 #        (defaults: build/dcr, testvectors)
 #
 # The bundle corpora are testvectors/index.json (format 1.0, files in v1/),
-# testvectors/v1.1/index.json (format 1.1) and testvectors/v1.2/index.json (format
-# 1.2), the files of each later one beside its index. Checks each index
+# testvectors/v1.1/index.json (format 1.1), testvectors/v1.2/index.json (format 1.2)
+# and testvectors/v1.3/index.json (format 1.3), the files of each later one beside its
+# index. Checks each index
 # (testvectors/schema.json; every file's sha256 with sha256sum, the members of a
 # checkpoint set's directory one by one; no unlisted file; the counts, repair
 # checks included), then all of them together with the companion formats'
@@ -104,11 +105,12 @@ try:
 except ImportError:
     jsonschema = None
 
-# The bundle corpora: 1.0 (its files in v1/), 1.1 and 1.2 (their files beside their
+# The bundle corpora: 1.0 (its files in v1/), 1.1, 1.2 and 1.3 (their files beside their
 # indexes).
 corpora = []
 for name, rel in (("1.0", "index.json"), ("1.1", os.path.join("v1.1", "index.json")),
-                  ("1.2", os.path.join("v1.2", "index.json"))):
+                  ("1.2", os.path.join("v1.2", "index.json")),
+                  ("1.3", os.path.join("v1.3", "index.json"))):
     path = os.path.join(tv, rel)
     if not os.path.isfile(path):
         fail("no %s" % path)

@@ -1,7 +1,8 @@
 /*
  * test_vectors.c - the conformance runner: plays every golden test vector of
- * testvectors/index.json (format 1.0), testvectors/v1.1/index.json (format 1.1) and
- * testvectors/v1.2/index.json (format 1.2, SPEC.md §12) through the library, one
+ * testvectors/index.json (format 1.0), testvectors/v1.1/index.json (format 1.1),
+ * testvectors/v1.2/index.json (format 1.2) and testvectors/v1.3/index.json (format
+ * 1.3, SPEC.md §12) through the library, one
  * cmocka test per vector, and checks the outcome and the stage it appears at
  * against the index.
  *
@@ -11,10 +12,10 @@
  *   usage: test_vectors [DIR]
  *
  * DIR is the folder holding index.json: the argument, else $DCR_TESTVECTORS; with
- * neither, testvectors/, testvectors/v1.1/ and testvectors/v1.2/ (run from the
- * repository root). `make vectors-check` also plays the repaired variants that
- * `mkvectors --repaired DIR`, `mkvectors11 --repaired DIR` and `mkvectors12
- * --repaired DIR` write (an index in the same form, every vector valid). tests/conformance.sh does the same through the dcr CLI and checks
+ * neither, testvectors/, testvectors/v1.1/, testvectors/v1.2/ and testvectors/v1.3/
+ * (run from the repository root). `make vectors-check` also plays the repaired
+ * variants that `mkvectors --repaired DIR` and mkvectors11, mkvectors12 and
+ * mkvectors13 with `--repaired DIR` write (an index in the same form, every vector valid). tests/conformance.sh does the same through the dcr CLI and checks
  * the indexes.
  *
  * A base or target that is a checkpoint set (1.1, kind 3) is a directory: the index
@@ -293,12 +294,14 @@ int main(int argc, char **argv) {
     rmdir(workdir);
     return failed;
   }
-  /* The corpus of each version: 1.0, 1.1, then 1.2. */
+  /* The corpus of each version: 1.0, 1.1, 1.2, then 1.3. */
   int failed = run_vectors("vectors", "testvectors", "id");
   rmdir(workdir);
   failed += run_vectors("vectors-1.1", "testvectors/v1.1", "id");
   rmdir(workdir);
   failed += run_vectors("vectors-1.2", "testvectors/v1.2", "id");
+  rmdir(workdir);
+  failed += run_vectors("vectors-1.3", "testvectors/v1.3", "id");
   rmdir(workdir);
   return failed;
 }

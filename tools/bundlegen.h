@@ -5,7 +5,9 @@
  * encodings, zstd frames (by libzstd and by hand), sections and bundles, each
  * built from the bytes up with xxHash and zstd only, not with libdcr; and the
  * index of the vectors, their files and their repaired variants. tools/mkvectors12.c
- * (testvectors/v1.2/) adds DELTA_CLASSED, with a range encoder of its own here.
+ * (testvectors/v1.2/) adds DELTA_CLASSED, with a range encoder of its own here;
+ * tools/mkvectors13.c (testvectors/v1.3/) DELTA_BANDED, with band tables, canonical
+ * prefix codes and Golomb streams of its own, written from SPEC.md §9.5 alone.
  *
  * Included once, after vecgen.h, with ZLEVEL defined (the zstd level of the valid
  * vectors' frames). The vectors are frozen (SPEC.md R-VER-2, R-VER-3): a change
@@ -839,6 +841,323 @@ static uint32_t classed_data(buf *out, const uint8_t *base, const uint8_t *tgt, 
 }
 
 /* ------------------------------------------------------------------------ */
+/* DELTA_BANDED (SPEC.md §9.5, format 1.3), written from the spec's text alone */
+
+#define DELTA_BANDED 8
+#define BANDS_MAX 8
+#define NSYM_MAX 128 /* 2B for B = 64 */
+#define CODE_LEN_MAX 11
+
+/* An LSB-first bit writer (§9.1's order: bit 0 of each byte first). */
+typedef struct {
+  buf *out;
+  uint64_t acc;
+  unsigned n;
+} bitw;
+
+static void bw_put(bitw *w, unsigned bit) {
+  w->acc |= (uint64_t)(bit & 1) << w->n;
+  if (++w->n == 8) bu8(w->out, (uint8_t)w->acc), w->acc = 0, w->n = 0;
+}
+/* The `count` low bits of x, least significant first. */
+static void bw_bits(bitw *w, uint64_t x, unsigned count) {
+  for (unsigned i = 0; i < count; i++) bw_put(w, (unsigned)(x >> i) & 1);
+}
+/* The byte holding the last bit, its unused high bits 0. */
+static void bw_end(bitw *w) {
+  if (w->n) bu8(w->out, (uint8_t)w->acc);
+  w->acc = 0, w->n = 0;
+}
+
+/* One band of a chunk: its changes (cchange: the rank in the band, M and neg of
+ * §9.5's value), its base elements, and how it is coded. A vector may set any of
+ * these to what the spec forbids before the band's bytes are made. */
+typedef struct {
+  buf ch;                /* cchange, by rank */
+  uint64_t pop;          /* the band's elements in the chunk's base */
+  int inverted;          /* listed by the ranks that do not change */
+  unsigned nsym;         /* the value code: nsym lengths */
+  uint8_t len[NSYM_MAX]; /* 0..11 (more, only for a vector that breaks R-BND-3) */
+  uint64_t m;            /* the Golomb divisor of the rank stream */
+} bband;
+
+typedef struct {
+  unsigned bits; /* B */
+  uint32_t C;    /* classes */
+  unsigned nb;
+  uint32_t t[BANDS_MAX + 1]; /* t[0] = 0, thresholds, t[nb] = C */
+  bband b[BANDS_MAX];
+} bplan;
+
+static size_t bband_k(const bband *b) { return b->ch.n / sizeof(cchange); }
+static cchange *bband_at(const bband *b, size_t j) { return (cchange *)(void *)b->ch.p + j; }
+
+/* §9.5's symbol of a value: s = 2L + neg, L = floor(log2 M). */
+static unsigned band_symbol(const cchange *x) {
+  return 2 * (63u - (unsigned)__builtin_clzll(x->M)) + x->neg;
+}
+
+/* Huffman code lengths of the symbols of b's values (any prefix code of complete
+ * lengths would do: §9.5 leaves the choice to the writer): two smallest weights
+ * merged at a time, lower index first on a tie; if a length passes 11, every
+ * weight is halved (rounding up) and the code built again. One symbol: length 1. */
+static void band_lengths(bband *b) {
+  uint64_t f[NSYM_MAX] = {0};
+  b->nsym = 0;
+  memset(b->len, 0, sizeof b->len);
+  for (size_t j = 0; j < bband_k(b); j++) {
+    unsigned s = band_symbol(bband_at(b, j));
+    f[s]++;
+    if (s + 1 > b->nsym) b->nsym = s + 1;
+  }
+  unsigned used = 0;
+  for (unsigned s = 0; s < b->nsym; s++) used += f[s] > 0;
+  if (used == 1) {
+    b->len[b->nsym - 1] = 1;
+    return;
+  }
+  for (;;) {
+    uint64_t w[2 * NSYM_MAX];
+    int parent[2 * NSYM_MAX], alive[2 * NSYM_MAX];
+    unsigned nodes = b->nsym;
+    for (unsigned s = 0; s < b->nsym; s++) w[s] = f[s], alive[s] = f[s] > 0, parent[s] = -1;
+    for (unsigned left = used; left > 1; left--) {
+      int x = -1, y = -1;
+      for (unsigned i = 0; i < nodes; i++) {
+        if (!alive[i]) continue;
+        if (x < 0 || w[i] < w[x]) y = x, x = (int)i;
+        else if (y < 0 || w[i] < w[y]) y = (int)i;
+      }
+      w[nodes] = w[x] + w[y], alive[nodes] = 1, parent[nodes] = -1;
+      alive[x] = alive[y] = 0, parent[x] = parent[y] = (int)nodes++;
+    }
+    unsigned longest = 0;
+    for (unsigned s = 0; s < b->nsym; s++) {
+      unsigned d = 0;
+      if (f[s])
+        for (int p = parent[s]; p >= 0; p = parent[p]) d++;
+      b->len[s] = (uint8_t)(d > 255 ? 255 : d);
+      if (d > longest) longest = d;
+    }
+    if (longest <= CODE_LEN_MAX) return;
+    for (unsigned s = 0; s < b->nsym; s++) f[s] = (f[s] + 1) / 2;
+  }
+}
+
+/* The bits of a Golomb stream's gaps with divisor m (§9.5): b = ceil(log2 m),
+ * u = 2^b - m; the quotient in unary, then the remainder in b - 1 bits (x), and,
+ * when x >= u, one more bit. Without `out`, only counts them. */
+static uint64_t golomb_gap(bitw *w, uint64_t m, uint64_t v) {
+  unsigned b = 0;
+  while (((uint64_t)1 << b) < m) b++;
+  uint64_t u = ((uint64_t)1 << b) - m, q = v / m, r = v % m, bits = q + 1;
+  if (w) {
+    for (uint64_t i = 0; i < q; i++) bw_put(w, 1);
+    bw_put(w, 0);
+  }
+  if (!b) return bits;
+  uint64_t x = r < u ? r : u + (r - u) / 2;
+  if (w) bw_bits(w, x, b - 1);
+  bits += b - 1;
+  if (r >= u) {
+    if (w) bw_put(w, (unsigned)(r - u) & 1);
+    bits++;
+  }
+  return bits;
+}
+
+/* A Golomb stream: u32 m, then the gaps between the ranks (any ranks: a vector
+ * may pass a bound). */
+static void golomb(buf *out, uint64_t m, const uint64_t *ranks, size_t count) {
+  bu32(out, (uint32_t)m);
+  bitw w = {out, 0, 0};
+  for (size_t j = 0; j < count; j++) golomb_gap(&w, m, ranks[j] - (j ? ranks[j - 1] + 1 : 0));
+  bw_end(&w);
+}
+
+/* The divisor with the fewest bits for these ranks, the smallest on a tie, tried
+ * up to twice the mean gap (a Golomb code's best divisor is below the mean). */
+static uint64_t golomb_m(const uint64_t *ranks, size_t count) {
+  uint64_t span = count ? ranks[count - 1] + 1 : 1, best = 1, best_bits = UINT64_MAX;
+  for (uint64_t m = 1; m <= 2 * span / (count ? count : 1) + 1; m++) {
+    uint64_t bits = 0;
+    for (size_t j = 0; j < count; j++) bits += golomb_gap(NULL, m, ranks[j] - (j ? ranks[j - 1] + 1 : 0));
+    if (bits < best_bits) best_bits = bits, best = m;
+  }
+  return best;
+}
+
+/* The ranks a band's stream lists: its changes', or, inverted, the others'. */
+static uint64_t *band_ranks(const bband *b, size_t *count) {
+  size_t k = bband_k(b);
+  uint64_t *r = xmalloc((b->inverted ? b->pop - k : k) * sizeof *r + 1);
+  *count = 0;
+  if (!b->inverted) {
+    for (size_t j = 0; j < k; j++) r[(*count)++] = bband_at(b, j)->rank;
+  } else {
+    size_t j = 0;
+    for (uint64_t x = 0; x < b->pop; x++)
+      if (j < k && bband_at(b, j)->rank == x) j++;
+      else r[(*count)++] = x;
+  }
+  return r;
+}
+
+/* The coding a writer would choose for band b as planned: inverted when more than
+ * half its elements change, Huffman lengths, the divisor of fewest bits. */
+static void band_code(bband *b) {
+  b->inverted = 2 * bband_k(b) > b->pop;
+  band_lengths(b);
+  size_t count;
+  uint64_t *r = band_ranks(b, &count);
+  b->m = golomb_m(r, count);
+  free(r);
+}
+
+static uint32_t band_of(const bplan *P, uint64_t cls) {
+  uint32_t b = 0;
+  while (b + 1 < P->nb && cls >= P->t[b + 1]) b++;
+  return b;
+}
+
+/* The plan of n elements from base to tgt in the bands that thresholds t[1..nb-1]
+ * name (nb = 0: the bands chosen here), each band coded as band_code says. */
+static bplan *bplan_make(const uint8_t *base, const uint8_t *tgt, size_t n, int dtype,
+                         unsigned nb, const uint32_t *t) {
+  unsigned e = dt_size[dtype], shift, width = class_width(dtype, &shift);
+  bplan *P = xmalloc(sizeof *P);
+  P->bits = 8 * e;
+  P->C = (uint32_t)1 << width;
+  if (nb) {
+    P->nb = nb;
+    for (unsigned b = 1; b < nb; b++) P->t[b] = t[b];
+  } else { /* up to 4 bands of about equal numbers of changes */
+    size_t *k = xmalloc(P->C * sizeof *k), total = 0, run = 0;
+    for (size_t i = 0; i < n; i++)
+      if (memcmp(base + i * e, tgt + i * e, e)) k[class_of(base + i * e, dtype)]++, total++;
+    unsigned want = P->C < 4 ? P->C : 4;
+    P->nb = 1;
+    for (uint32_t c = 0; c + 1 < P->C && P->nb < want; c++) {
+      run += k[c];
+      if (run * want >= total * P->nb && run) P->t[P->nb++] = c + 1;
+    }
+    free(k);
+  }
+  P->t[0] = 0;
+  P->t[P->nb] = P->C;
+  for (size_t i = 0; i < n; i++) {
+    bband *b = &P->b[band_of(P, class_of(base + i * e, dtype))];
+    if (memcmp(base + i * e, tgt + i * e, e)) {
+      uint8_t zb[8];
+      delta_value(base + i * e, tgt + i * e, e, zb);
+      uint64_t z = elem_le(zb, e);
+      cchange x = {b->pop, z & 1 ? (z >> 1) + 1 : z >> 1, (unsigned)(z & 1)};
+      bput(&b->ch, &x, sizeof x);
+    }
+    b->pop++;
+  }
+  for (unsigned b = 0; b < P->nb; b++) band_code(&P->b[b]);
+  return P;
+}
+
+static size_t bplan_count(const bplan *P) {
+  size_t count = 0;
+  for (unsigned b = 0; b < P->nb; b++) count += bband_k(&P->b[b]);
+  return count;
+}
+
+static void bplan_free(bplan *P) {
+  for (unsigned b = 0; b < P->nb; b++) bfree(&P->b[b].ch);
+  free(P);
+}
+
+/* A band's value code: nsym, then the lengths two to a byte, low half first. */
+static void value_code(buf *out, const bband *b) {
+  bu8(out, b->nsym);
+  for (unsigned s = 0; s < b->nsym; s += 2)
+    bu8(out, (uint8_t)((b->len[s] & 15) | (s + 1 < b->nsym ? (b->len[s + 1] & 15) << 4 : 0)));
+}
+
+/* RFC 1951 §3.2.2's canonical codes of a band's lengths. */
+static void canonical_codes(const bband *b, uint32_t *code) {
+  uint32_t count[16] = {0}, next[16] = {0};
+  for (unsigned s = 0; s < b->nsym; s++) count[b->len[s] & 15]++;
+  count[0] = 0;
+  for (unsigned l = 1, c = 0; l < 16; l++) next[l] = c = (c + count[l - 1]) << 1;
+  for (unsigned s = 0; s < b->nsym; s++)
+    if (b->len[s]) code[s] = next[b->len[s]]++;
+}
+
+/* A value: its symbol's code, first bit first (the code's most significant),
+ * then the L bits of M under its leading one, least significant first. */
+static void band_value(bitw *w, const bband *b, const uint32_t *code, const cchange *x) {
+  unsigned s = band_symbol(x), L = s / 2;
+  if (s >= b->nsym || !b->len[s]) die("symbol %u has no code", s);
+  for (unsigned i = b->len[s]; i--;) bw_put(w, (code[s] >> i) & 1);
+  bw_bits(w, x->M, L);
+}
+
+/* A plan's data as its parts, which a vector may change one by one: the band
+ * table, each band's value code and rank stream (empty for a band without
+ * changes), the value stream. */
+typedef struct {
+  buf table, values;
+  unsigned nb;
+  buf code[BANDS_MAX], rank[BANDS_MAX];
+} bparts;
+
+static bparts *bparts_make(const bplan *P) {
+  bparts *X = xmalloc(sizeof *X);
+  uint8_t inverted = 0;
+  X->nb = P->nb;
+  bu8(&X->table, P->nb);
+  for (unsigned b = 1; b < P->nb; b++) bu16(&X->table, P->t[b]);
+  for (unsigned b = 0; b < P->nb; b++) bu32(&X->table, bband_k(&P->b[b]));
+  bitw w = {&X->values, 0, 0};
+  for (unsigned b = 0; b < P->nb; b++) {
+    const bband *B = &P->b[b];
+    if (!bband_k(B)) continue;
+    inverted |= (uint8_t)(B->inverted ? 1u << b : 0);
+    value_code(&X->code[b], B);
+    size_t count;
+    uint64_t *r = band_ranks(B, &count);
+    if (B->inverted) bu32(&X->rank[b], count);
+    if (!B->inverted || count) golomb(&X->rank[b], B->m, r, count);
+    free(r);
+    uint32_t code[NSYM_MAX] = {0};
+    canonical_codes(B, code);
+    for (size_t j = 0; j < bband_k(B); j++) band_value(&w, B, code, bband_at(B, j));
+  }
+  bw_end(&w);
+  bu8(&X->table, inverted);
+  return X;
+}
+
+/* The data: the parts back to back; frees X. */
+static void bparts_join(buf *out, bparts *X) {
+  out->n = 0;
+  bput(out, X->table.p, X->table.n);
+  for (unsigned b = 0; b < X->nb; b++) bput(out, X->code[b].p, X->code[b].n);
+  for (unsigned b = 0; b < X->nb; b++) bput(out, X->rank[b].p, X->rank[b].n);
+  bput(out, X->values.p, X->values.n);
+  for (unsigned b = 0; b < X->nb; b++) bfree(&X->code[b]), bfree(&X->rank[b]);
+  bfree(&X->table);
+  bfree(&X->values);
+  free(X);
+}
+
+/* The DELTA_BANDED data of n elements of `dtype`, in bands chosen here; returns
+ * their count. */
+static uint32_t banded_data(buf *out, const uint8_t *base, const uint8_t *tgt, size_t n,
+                            int dtype) {
+  bplan *P = bplan_make(base, tgt, n, dtype, 0, NULL);
+  uint32_t count = (uint32_t)bplan_count(P);
+  bparts_join(out, bparts_make(P));
+  bplan_free(P);
+  return count;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Bundles (SPEC.md §4, §5, §8)                                              */
 
 #define T4(s)                                                                   \
@@ -1033,6 +1352,8 @@ static void add_chunk(bundle *B, size_t at, uint32_t i, uint32_t c, const uint8_
   uint32_t count;
   if (ch.enc == DELTA_CLASSED) {
     count = classed_data(&data, base, tgt, bytes / e, B->man.e[i].t.dtype);
+  } else if (ch.enc == DELTA_BANDED) {
+    count = banded_data(&data, base, tgt, bytes / e, B->man.e[i].t.dtype);
   } else {
     streams s;
     make_streams(&s, base, tgt, bytes / e, e, ch.enc);
@@ -1091,8 +1412,9 @@ static void rsiz_bytes(const manifest *m, buf *b) {
 /* A bundle from base to target, chunks encoded as `pol` says; the entries that
  * `rs` chooses (none if NULL) listed in an RSIZ section right after MANI. Sets
  * (kind 3) are given as views (mkvectors11.c): their raw members are left out of
- * the state ids (R-SET-3). `minor` is the lowest the bundle needs (R-WRT-4): 2 for
- * a DELTA_CLASSED chunk, else 1 for a set, an RSIZ section or a dtype of 1.1, else 0. */
+ * the state ids (R-SET-3). `minor` is the lowest the bundle needs (R-WRT-4): 3 for
+ * a DELTA_BANDED chunk, else 2 for a DELTA_CLASSED chunk, else 1 for a set, an RSIZ
+ * section or a dtype of 1.1, else 0. */
 static void build_ex(bundle *B, const ckpt *base, const ckpt *tgt, uint32_t chunk_size,
                      policy_fn pol, void *ctx, resize_fn rs) {
   memset(B, 0, sizeof *B);
@@ -1151,7 +1473,8 @@ static void build_ex(bundle *B, const ckpt *base, const ckpt *tgt, uint32_t chun
       for (size_t q = 0; q < bytes / e; q++) count += memcmp(bb + q * e, tb + q * e, e) != 0;
       choice ch = pol(ctx, k, (uint32_t)c, bytes / e, count);
       add_chunk(B, B->n, (uint32_t)k, (uint32_t)c, bb, tb, bytes, e, ch);
-      if (ch.enc == DELTA_CLASSED) B->minor = 2;
+      if (ch.enc == DELTA_CLASSED && B->minor < 2) B->minor = 2;
+      if (ch.enc == DELTA_BANDED) B->minor = 3;
     }
     free(zeros);
     free(rbase);

@@ -35,6 +35,7 @@
 #define VECGEN_NAME "mkvectors12"
 #include "vecgen.h"
 #include "bundlegen.h"
+#include "deltagen.h"
 
 /* ------------------------------------------------------------------------ */
 /* The index and the files                                                   */
@@ -72,150 +73,6 @@ static const flag_def v12_flags[] = {
     {"base-dependent", "known-bug-class", "ranks that only the base can check (R-DCL-4): "
                                           "valid in the chunks stage, rejected when applied"},
 };
-
-static json_t *write_files(int sink, const char *id, const buf *bytes, ckpt *base,
-                           ckpt *target) {
-  json_t *files = bundle_ref(sink, id, bytes);
-  if (base) json_object_set_new(files, "base", ck_ref(sink, base));
-  if (target) json_object_set_new(files, "target", ck_ref(sink, target));
-  return files;
-}
-
-/* Writes vector v (fix = 0) or its repaired variant (fix = 1), then frees B. A
- * valid vector ships its base and target, an apply-stage one its base, those of
- * the structure and chunks stages neither; a repaired variant ships both. */
-static void emit(const vec *v, bundle *B, int fix, ckpt *base, ckpt *target) {
-  buf out = {0};
-  serialize(B, &out);
-  if (fix) {
-    if (repair_checked(v)) add_repaired(v, write_files(REPAIRED, v->id, &out, base, target));
-  } else {
-    int valid = vector_check(v), apply = !valid && !strcmp(v->stage, "apply");
-    add_vector(v, write_files(CORPUS, v->id, &out, valid || apply ? base : NULL,
-                              valid ? target : NULL));
-  }
-  bfree(&out);
-  bundle_free(B);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Data: an optimizer step, on bit patterns                                  */
-
-static uint64_t *dims1(uint64_t *d, uint64_t a) {
-  d[0] = a;
-  return d;
-}
-static uint64_t *dims2(uint64_t *d, uint64_t a, uint64_t b) {
-  d[0] = a, d[1] = b;
-  return d;
-}
-
-static unsigned bits_of(const tensor *t) { return 8 * dt_size[t->dtype]; }
-static size_t elements(const tensor *t) { return (size_t)t->len / dt_size[t->dtype]; }
-static uint64_t ones(unsigned bits) { return bits == 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1; }
-
-/* §9's key: patterns that sort like the float values they encode. */
-static uint64_t key_of(uint64_t u, unsigned bits) {
-  uint64_t top = (uint64_t)1 << (bits - 1);
-  return u & top ? u ^ (top - 1) : u;
-}
-
-static uint64_t get_u(const tensor *t, size_t i) {
-  return elem_le(t->data + i * dt_size[t->dtype], dt_size[t->dtype]);
-}
-
-static void set_u(tensor *t, size_t i, uint64_t u) {
-  for (unsigned b = 0; b < dt_size[t->dtype]; b++)
-    t->data[i * dt_size[t->dtype] + b] = (uint8_t)(u >> (8 * b));
-}
-
-static uint64_t cls_of(const tensor *t, size_t i) {
-  return class_of(t->data + i * dt_size[t->dtype], t->dtype);
-}
-
-/* Element i of t: element i of b moved by d (mod 2^B) along the keys, so, for a
- * float, by d representable values. */
-static void move(const tensor *b, tensor *t, size_t i, uint64_t d) {
-  unsigned bits = bits_of(t);
-  set_u(t, i, key_of((key_of(get_u(b, i), bits) + d) & ones(bits), bits));
-}
-
-static unsigned geometric(unsigned cap) {
-  unsigned g = 0;
-  while (g < cap && (rng() & 1)) g++;
-  return g;
-}
-
-/* A float weight of class (exponent) cls, its sign and other bits random. */
-static uint64_t weight(const tensor *t, uint64_t cls) {
-  unsigned shift, width = class_width(t->dtype, &shift);
-  uint64_t field = ones(width) << shift;
-  return (rng() & ones(bits_of(t)) & ~field) | cls << shift;
-}
-
-/* Weights as a trained layer holds them: half of class `top`, a quarter one
- * below, and so on down to top - spread. */
-static void fill_weights(tensor *t, unsigned top, unsigned spread) {
-  for (size_t i = 0; i < elements(t); i++) set_u(t, i, weight(t, top - geometric(spread)));
-}
-
-/* The float whose magnitude is N ULPs of class `unit` (rounded down to the
- * precision of its own class), of sign `sign`: the mantissa below `shift` (its
- * width), the class field (the exponent), the sign just above it. */
-static uint64_t float_of(const tensor *t, uint64_t unit, uint64_t N, uint64_t sign) {
-  unsigned shift, width = class_width(t->dtype, &shift);
-  if (!N) return sign << (shift + width);
-  int lead = 63 - __builtin_clzll(N), cls = (int)unit + lead - (int)shift;
-  if (cls < 1) return sign << (shift + width) | N << (unit - 1); /* subnormal: class 0 */
-  uint64_t f = lead >= (int)shift ? N >> (lead - (int)shift) : N << ((int)shift - lead);
-  return sign << (shift + width) | (uint64_t)cls << shift | (f & ones(shift));
-}
-
-/* An optimizer step on float weights: per10k of the elements move by a·2^-u, a
- * drawn small far more often than large and the same for every magnitude. In the
- * element's ULPs that is a·2^(S - class), S folding u with the dtype's bias and
- * mantissa width: small exponents change more often and by more ULPs, most moves
- * round to 0 or 1 ULP, and a weight smaller than its move crosses zero. An element
- * of class 0 (zero or subnormal) stays, unless fresh: then 1 in 8 leaves zero for a
- * weight of class fresh. The magnitude bits (all below the sign) count ULPs across
- * classes, as §9's keys do; the other bits (C64's imaginary part) stay. */
-static void step(const tensor *b, tensor *t, int S, unsigned per10k, unsigned fresh) {
-  unsigned shift, width = class_width(t->dtype, &shift);
-  int bits = (int)bits_of(t);
-  uint64_t magnitude = ones(shift + width), top = ones(width) << shift; /* inf, NaN */
-  for (size_t i = 0; i < elements(t); i++) {
-    if (rng() % 10000 >= per10k) continue;
-    uint64_t u = get_u(b, i), cls = (u >> shift) & ones(width);
-    if (!cls && fresh) {
-      if (rng() % 8 == 0) set_u(t, i, weight(t, fresh));
-      continue;
-    }
-    uint64_t a = rbelow((uint64_t)1 << rbelow(7));
-    int sh = S - (int)cls;
-    if (sh > bits - 8) sh = bits - 8; /* a < 2^6: a move stays under 2^(B-2) */
-    uint64_t ulps = sh >= 0 ? a << sh : sh > -8 ? (a + ((uint64_t)1 << (-sh - 1))) >> -sh : 0;
-    if (!ulps) continue;
-    uint64_t mag = u & magnitude, own = cls ? ((uint64_t)1 << shift) | (mag & ones(shift)) : mag;
-    uint64_t sign = (u >> (shift + width)) & 1, rest = u & ~magnitude & ~(sign << (shift + width));
-    if (rng() & 1) { /* away from zero */
-      if (mag + ulps < top) set_u(t, i, u + ulps);
-    } else if (ulps < own) {
-      set_u(t, i, u - ulps);
-    } else { /* across zero, by what is left of the move */
-      set_u(t, i, rest | float_of(t, cls ? cls : 1, ulps - own, sign ^ 1));
-    }
-  }
-}
-
-/* Integers and other one-class data: per10k of the elements move by 1 to 3 either
- * way in their own arithmetic (a BOOL flips). */
-static void nudge(const tensor *b, tensor *t, unsigned per10k) {
-  for (size_t i = 0; i < elements(t); i++) {
-    if (rng() % 10000 >= per10k) continue;
-    uint64_t d = t->dtype == BOOL ? 1 : 1 + rbelow(3), u = get_u(b, i);
-    set_u(t, i, t->dtype == BOOL ? u ^ 1 : (u + (rng() & 1 ? d : 0 - d)) & ones(bits_of(t)));
-  }
-}
 
 /* ------------------------------------------------------------------------ */
 /* Chunks                                                                    */
@@ -255,13 +112,6 @@ static crec *cplan_insert(cplan *P, uint32_t cls) {
   crec *r = slot_insert(P->r, &P->m, at, sizeof *P->r);
   r->cls = cls;
   return r;
-}
-
-static size_t entry_index(const bundle *B, const char *name) {
-  for (size_t i = 0; i < B->man.n; i++)
-    if (B->man.e[i].nlen == strlen(name) && !memcmp(B->man.e[i].name, name, B->man.e[i].nlen))
-      return i;
-  die("no entry %s", name);
 }
 
 /* The record with the most changes. */
@@ -387,37 +237,7 @@ static void pair_dtypes(void) {
   ck_finish(&DT);
 }
 
-static ckpt LB, LT; /* the long values pair */
-
-/* For each dtype, 16 random elements of which 8 move by the extremes of §9.4's
- * code: d = -2^(B-1) twice (z = 2^B - 1: L = B - 1, M = 2^(B-1)), elements 0 and 7,
- * put in one class so that its context l(B-2) is used again; 2^(B-1) - 1 (z = 2^B
- * - 2, the largest positive); 2^(B-2) (z = 2^(B-1)); 1 - 2^(B-1) (z = 2^B - 3); 1,
- * -1 and 2. */
-static const int long_dtypes[] = {BF16, F16, F32, F64, C64, F8_E4M3, F8_E5M2, F8_E8M0, I64, U8};
-
-static void pair_long(void) {
-  uint64_t d[1];
-  char name[32];
-  LB.file = "ckpt/long-base.safetensors";
-  LB.kind = KIND_ST;
-  for (size_t k = 0; k < sizeof long_dtypes / sizeof *long_dtypes; k++) {
-    snprintf(name, sizeof name, "x.%s", dt_name[long_dtypes[k]]);
-    tensor *t = ck_add(&LB, name, long_dtypes[k], 1, dims1(d, 16));
-    fill_random(t);
-    unsigned shift, width = class_width(t->dtype, &shift);
-    uint64_t field = ones(width) << shift;
-    set_u(t, 7, (get_u(t, 7) & ~field) | (get_u(t, 0) & field));
-  }
-  ck_finish(&LB);
-  ck_clone(&LT, &LB, "ckpt/long-target.safetensors");
-  for (size_t k = 0; k < LB.n; k++) {
-    uint64_t h = (uint64_t)1 << (bits_of(&LB.t[k]) - 1);
-    const uint64_t moves[8] = {h, h - 1, h / 2, h + 1, 1, 0 - (uint64_t)1, 2, h};
-    for (size_t i = 0; i < 8; i++) move(&LB.t[k], &LT.t[k], i, moves[i]);
-  }
-  ck_finish(&LT);
-}
+static ckpt LB, LT; /* the long values pair (long_pair) */
 
 static ckpt RB, RT; /* the raw pair */
 
@@ -437,57 +257,8 @@ static void pair_raw(void) {
   ck_finish(&RT);
 }
 
-static ckpt ZB, ZT; /* the zero base pair */
-
-/* kept BF16 [512] has a step; recoded F32 [256] becomes BF16 [512] (another dtype:
- * coded against zeros); added BF16 [600] and added.scales F8_E8M0 [300] are new
- * (zeros in them stay zeros: not changes). */
-static void pair_zero(void) {
-  uint64_t d[1];
-  ZB.file = "ckpt/zero-base.safetensors";
-  ZB.kind = KIND_ST;
-  fill_weights(ck_add(&ZB, "kept", BF16, 1, dims1(d, 512)), 124, 12);
-  fill_weights(ck_add(&ZB, "recoded", F32, 1, dims1(d, 256)), 123, 8);
-  ck_finish(&ZB);
-  ck_clone(&ZT, &ZB, "ckpt/zero-target.safetensors");
-  step(ck_get(&ZB, "kept"), ck_get(&ZT, "kept"), 118, 10000, 116);
-  ck_remove(&ZT, "recoded");
-  fill_weights(ck_add(&ZT, "recoded", BF16, 1, dims1(d, 512)), 124, 8);
-  tensor *a = ck_add(&ZT, "added", BF16, 1, dims1(d, 600));
-  fill_weights(a, 122, 10);
-  for (size_t i = 0; i < elements(a); i += 7) set_u(a, i, 0);
-  tensor *s = ck_add(&ZT, "added.scales", F8_E8M0, 1, dims1(d, 300));
-  fill_weights(s, 127, 10);
-  for (size_t i = 0; i < elements(s); i += 9) set_u(s, i, 0);
-  ck_finish(&ZT);
-}
-
-static ckpt SB, ST; /* the resize pair */
-
-/* grow BF16 [32, 16] -> [48, 16] and shrink F32 [40, 8] -> [24, 8], each with a
- * step in the rows it keeps; grow's new rows are new weights. */
-static void pair_resize(void) {
-  uint64_t d[2];
-  SB.file = "ckpt/resize-base.safetensors";
-  SB.kind = KIND_ST;
-  fill_weights(ck_add(&SB, "grow", BF16, 2, dims2(d, 32, 16)), 124, 12);
-  fill_weights(ck_add(&SB, "shrink", F32, 2, dims2(d, 40, 8)), 123, 8);
-  ck_finish(&SB);
-  ST.file = "ckpt/resize-target.safetensors";
-  ST.kind = KIND_ST;
-  tensor *g = ck_add(&ST, "grow", BF16, 2, dims2(d, 48, 16));
-  tensor *s = ck_add(&ST, "shrink", F32, 2, dims2(d, 24, 8));
-  fill_weights(g, 124, 12);
-  tensor gb = *ck_get(&SB, "grow"), sb = *ck_get(&SB, "shrink");
-  memcpy(g->data, gb.data, (size_t)gb.len);
-  sb.len = s->len;
-  memcpy(s->data, sb.data, (size_t)sb.len);
-  tensor kept = *g; /* the rows grow keeps */
-  kept.len = gb.len;
-  step(&gb, &kept, 118, 10000, 116);
-  step(&sb, s, 126, 3000, 0);
-  ck_finish(&ST);
-}
+static ckpt ZB, ZT; /* the zero base pair (zero_pair) */
+static ckpt SB, ST; /* the resize pair (resize_pair) */
 
 /* ------------------------------------------------------------------------ */
 /* Valid vectors                                                             */
@@ -535,7 +306,7 @@ static void valid_vectors(void) {
              .covers = "§9.4,§3,R-DCL-2"),
        &B, 0, &DB, &DT);
 
-  pair_long();
+  long_pair(&LB, &LT);
   build(&B, &LB, &LT, 4096, pol_fixed, (void *)&classed);
   emit(VALID(.id = "valid/classed-long-values", .flags = "classed,dtype,long-value",
              .text = "for BF16, F16, F32, F64, C64, F8_E4M3, F8_E5M2, F8_E8M0, I64 and U8, 8 "
@@ -561,7 +332,7 @@ static void valid_vectors(void) {
              .text = text, .covers = "§9.4,R-DCL-2,R-DCL-3"),
        &B, 0, &RB, &RT);
 
-  pair_zero();
+  zero_pair(&ZB, &ZT);
   build(&B, &ZB, &ZT, 4096, pol_fixed, (void *)&classed);
   emit(VALID(.id = "valid/classed-zero-base", .flags = "classed,zero-base,long-value",
              .text = "DELTA_CLASSED against the zero base: an added BF16 tensor and an added "
@@ -572,7 +343,7 @@ static void valid_vectors(void) {
              .covers = "§9.4,§8.1,R-DCL-4"),
        &B, 0, &ZB, &ZT);
 
-  pair_resize();
+  resize_pair(&SB, &ST);
   build_ex(&B, &SB, &ST, 4096, pol_fixed, (void *)&classed, resize_first_dim);
   if (B.s[1].type != T4("RSIZ") || B.minor != 2) die("resize: no RSIZ or minor %u", B.minor);
   emit(VALID(.id = "valid/classed-resize", .flags = "classed,resize,zero-base",
@@ -632,7 +403,6 @@ enum {
   CLASS_SET,    /* the last record's class is arg */
   K_ZERO,       /* a record for the first class that has no change, with k = 0 */
   K_ADD,        /* the busiest record's k as written plus arg */
-  COUNT_ADD,    /* the chunk record's count plus arg */
   RICE_BYTE,    /* the second record's rank stream starts with the byte arg */
   RICE_K,       /* the busiest record's ranks coded with its canonical k plus arg */
   RANK_N,       /* the second record's last rank is n */
@@ -645,10 +415,6 @@ enum {
   VAL_EMPTY,    /* no value stream */
   VAL_TRAIL,    /* a zero byte after the value stream */
   VAL_CODE,     /* the value stream's last byte plus 1 */
-  COMP,         /* compression arg, the data as stored */
-  ZSTD,         /* compression 1, the data in a zstd frame */
-  ENCODING,     /* encoding arg */
-  MINOR,        /* the bundle declares minor arg */
   RANK_POP,     /* the busiest record's last rank is its class's population */
   RANK_FAR,     /* the last rank of the least populated class listed is n - 1 */
   CLASS_ABSENT, /* the busiest record's last change moved to rank 0 of a class the base lacks */
@@ -809,22 +575,8 @@ static void bad_chunk(bundle *B, const bad_vec *v, int fix, char *what, size_t w
       case TABLE_CUT: data.n = table - 1; break;
       case RANK_CUT: data.n = ranks_end - 1; break;
       case RANK_NONE: data.n = table; break;
-      case COMP: comp = (int)v->arg; break;
-      case ZSTD: {
-        buf z = {0};
-        zframe_raw(&z, data.n, data.p, data.n);
-        bfree(&data);
-        data = z;
-        comp = 1;
-        break;
-      }
-      case COUNT_ADD:
-        snprintf(what, wsize, "the table sums to %u", count);
-        count += (uint32_t)v->arg;
-        break;
-      case ENCODING: enc = (int)v->arg; break;
-      case MINOR: B->minor = (unsigned)v->arg; break;
     }
+  if (!fix) record_fault(B, v->how, v->arg, &data, &enc, &comp, &count, what, wsize);
   set_chunk(chunk_sec(B, (uint32_t)i, 0), enc, comp, count, &data);
   bfree(&data);
   cplan_free(P);
@@ -1009,28 +761,14 @@ static void invalid_vectors(void) {
 /* ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-  if (!index_open(argc, argv, "v1.2", ".", v12_flags, sizeof v12_flags / sizeof *v12_flags)) {
-    fprintf(stderr, "usage: mkvectors12 OUTDIR [--repaired DIR]\n"
-                    "  writes OUTDIR/v1.2/index.json and the files beside it; with --repaired,\n"
-                    "  also every repaired variant as DIR/index.json and files (all valid)\n");
+  if (!minor_index_open(argc, argv, "1.2", v12_flags, sizeof v12_flags / sizeof *v12_flags))
     return 2;
-  }
 
   pair_model();
   valid_vectors();
   invalid_vectors();
 
-  index_info x = {
-      .schema = "../schema.json",
-      .format_version = "1.2",
-      .generator = "tools/mkvectors12.c (make vectors); seed 0x4443523132766563",
-      .usage = "as for testvectors/index.json (testvectors/README.md), with paths relative to the "
-               "folder of this index",
-      .nomem = "allocation failure: a property of the environment",
-      .no_vectors = json_object(),
-      .repaired_text = "repaired variants of the 1.2 invalid vectors (mkvectors12 --repaired): "
-                       "each must be valid; not committed"};
-  index_close(&x);
+  minor_index_close("1.2", "tools/mkvectors12.c (make vectors); seed 0x4443523132766563");
   bundle_free(&M);
   return 0;
 }

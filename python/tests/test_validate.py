@@ -1,5 +1,5 @@
 """validate() reports exactly what `dcr validate --json` reports, on every test
-vector of testvectors/ (v1, v1.1, v1.2: valid, and invalid at every stage) and on
+vector of testvectors/ (v1, v1.1, v1.2, v1.3: valid, and invalid at every stage) and on
 bundles checked against a wrong base or target."""
 
 import json
@@ -10,7 +10,7 @@ from conftest import ROOT, cli_json
 
 import dcr
 
-INDEXES = ["index.json", "v1.1/index.json", "v1.2/index.json"]
+INDEXES = ["index.json", "v1.1/index.json", "v1.2/index.json", "v1.3/index.json"]
 
 
 def vectors():
