@@ -380,8 +380,8 @@ static void walk_bands_scalar(dcr__classed *cls, const uint8_t *values, const ui
 }
 
 /* Changes met [from, to) put in element order: met in order but within a group of
- * 64 (or a piece, for bands) unit by unit, an insertion sort moves each past the
- * few met before it. */
+ * 64 unit by unit, an insertion sort moves each past the few met before it (the
+ * band walk's pieces are put in order as they end: merge_met). */
 static void sort_met(uint32_t *pos, uint8_t *values, size_t from, size_t to, unsigned esize) {
   for (size_t i = from + 1; i < to; i++) {
     uint32_t p = pos[i];
@@ -519,12 +519,41 @@ __attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_groups_
   GROUPS(all = _mm512_loadu_si512((const void *)cb), AVX512_MASK)
 }
 
+/* The changes recorded in a piece of the band walk, [from, to), met band by band:
+ * at most DCR__BANDS_MAX runs, each in element order, merged pairwise through cls's
+ * scratch until one is left (three passes at most). An insertion sort (sort_met)
+ * takes time quadratic in the piece's changes: some 1.8 million moves a piece where
+ * 8 inverted bands change every element (fuzz/regressions/banded). */
+static void merge_met(dcr__classed *cls, size_t from, size_t to) {
+  uint32_t *pos = cls->taken_pos, *mp = cls->merged_pos;
+  uint8_t *values = cls->taken_values, *mv = cls->merged_values;
+  unsigned esize = cls->esize;
+  if (to - from < 2) return;
+  for (;;) {
+    size_t out = 0;
+    for (size_t a = from; a < to;) {
+      size_t b = a + 1, c;
+      while (b < to && pos[b - 1] < pos[b]) b++;
+      if (b == to && a == from) return; /* one run: in order */
+      for (c = b < to ? b + 1 : b; c < to && pos[c - 1] < pos[c]; c++) {}
+      for (size_t i = a, j = b; i < b || j < c; out++) { /* [a, b) and [b, c) */
+        size_t k = j == c || (i < b && pos[i] < pos[j]) ? i++ : j++;
+        mp[out] = pos[k];
+        memcpy(mv + out * esize, values + k * esize, esize);
+      }
+      a = c;
+    }
+    memcpy(pos + from, mp, out * sizeof *pos);
+    memcpy(values + from * esize, mv, out * esize);
+  }
+}
+
 /* Bands (at most 8) are walked a band at a time over a piece of PIECE_GROUPS
  * groups whose class bytes are made once: the count of each band's elements
  * stays in a register, and a group costs a band one or two compares and a
  * popcount. Changes are met band by band within a piece, so those recorded are
  * put back in element order at the end of each piece. */
-#define PIECE_GROUPS 32
+#define PIECE_GROUPS (DCR__BAND_PIECE / GROUP)
 #define BAND_PIECES(LOAD, MASK)                                                    \
   uint8_t cb[PIECE_GROUPS * GROUP];                                                \
   uint32_t *left = cls->left;                                                      \
@@ -554,8 +583,7 @@ __attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_groups_
       }                                                                            \
       left[b] = l;                                                                 \
     }                                                                              \
-    if (cls->taken_pos) sort_met(cls->taken_pos, cls->taken_values, taken, cls->taken, \
-                                 cls->esize);                                      \
+    if (cls->taken_pos) merge_met(cls, taken, cls->taken);                         \
   }
 
 /* x >= t, unsigned bytes: max(x, t) = x; the first band starts at 0, the last

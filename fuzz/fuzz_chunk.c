@@ -1,9 +1,10 @@
 /*
  * fuzz_chunk.c - the chunk decoders (SPEC.md §9): XOR, overwrite and delta, dense
- * and sparse, stored and zstd, and DELTA_CLASSED (§9.4), for every dtype.
+ * and sparse, stored and zstd, DELTA_CLASSED (§9.4) and DELTA_BANDED (§9.5), for every
+ * dtype (DELTA_BANDED's walks and writer are fuzzed differentially in fuzz_banded.c).
  *
  * Input: a 10-byte header, then the encoded data of one chunk:
- *   0: encoding (any value; 1..7 are defined)   1: compression (0, 1, or other)
+ *   0: encoding (any value; 1..8 are defined)   1: compression (0, 1, or other)
  *   2: dtype, 1 + byte % 22 (every dtype of 1.1) 3..6: u32 count
  *   7..8: u16, n = 1 + value % (32768 / esize)  9: seed of the base chunk's bytes
  * The chunk is decoded without a base (as verify does) and applied to a base

@@ -354,4 +354,132 @@ static inline void fuzz_set_record(fuzz_buf *b, unsigned type, const char *name,
   fuzz_put(b, content, n);
 }
 
+/* ---- fuzz_banded's input (fuzz_banded.c), shared with its seeds (mkseeds.c).
+ *   0: bit 0: 0 decode the data as DELTA_BANDED, 1 a round trip (recipes)
+ *   1: dtype, 1 + byte % 22         2..5: u32 count (decode)
+ *   6..7: u16, n = 1 + value % (32768 / esize)   8: seed of the base's bytes
+ *   9..10: u16, the piece walk's step, 1 + value % 3000 elements
+ *   11: the base's classes: 255 as the pattern gives them, else 2^(s % 9) classes
+ *       from 100 + s / 9 (so that bands are few or many, wide or narrow)
+ * then the encoded data (decode) or one recipe byte per element, cycled (round
+ * trip; fuzz_banded_target). */
+#define FUZZ_BANDED_HEADER 12
+#define FUZZ_BANDED_BYTES 32768
+typedef struct {
+  int roundtrip, dtype;
+  unsigned esize;
+  uint32_t count;
+  size_t n, step;
+  uint8_t seed, shape;
+} fuzz_banded_input;
+
+static inline void fuzz_banded_read(const uint8_t *h, fuzz_banded_input *in) {
+  in->roundtrip = h[0] & 1;
+  in->dtype = 1 + h[1] % 22;
+  in->esize = dcr_dtype_size(in->dtype);
+  in->count = dcr__le32(h + 2);
+  in->n = 1 + dcr__le16(h + 6) % (FUZZ_BANDED_BYTES / in->esize);
+  in->seed = h[8];
+  in->step = 1 + dcr__le16(h + 9) % 3000;
+  in->shape = h[11];
+}
+
+static inline uint64_t fuzz_banded_all(unsigned esize) {
+  return esize == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * esize)) - 1;
+}
+
+/* An element of esize bytes as a number, and back (the format's byte order). */
+static inline uint64_t fuzz_banded_get(const uint8_t *p, unsigned esize) {
+  return esize == 1 ? p[0] : esize == 2 ? dcr__le16(p) : esize == 4 ? dcr__le32(p) : dcr__le64(p);
+}
+
+static inline void fuzz_banded_put(uint8_t *p, uint64_t u, unsigned esize) {
+  uint8_t e[8];
+  dcr__put64(e, u);
+  memcpy(p, e, esize);
+}
+
+/* The base chunk: n elements of the pattern, their class fields per `shape`. */
+static inline void fuzz_banded_base(const fuzz_banded_input *in, uint8_t *base) {
+  unsigned shift, bits = dcr__class_bits(in->dtype, &shift), esize = in->esize;
+  uint64_t field = bits ? (((uint64_t)1 << bits) - 1) << shift : 0;
+  for (size_t i = 0; i < in->n; i++) {
+    uint64_t u = 0;
+    for (unsigned b = 0; b < esize; b++)
+      u |= (uint64_t)fuzz_pattern(in->seed, i * esize + b) << (8 * b);
+    if (in->shape != 255 && field) {
+      uint64_t c = 100 + in->shape / 9 + fuzz_pattern(in->seed ^ 0x5a, i) % (1u << in->shape % 9);
+      u = (u & ~field) | ((c << shift) & field);
+    }
+    fuzz_banded_put(base + i * esize, u, esize);
+  }
+}
+
+/* The round trip's target: element i of the base changed by recipe r =
+ * recipes[i % length]: 0 none; else by its top two bits, k = r & 63, a step of k
+ * up or of k + 1 down on the bits (ULP steps where the key is the bits), the
+ * pattern's 64 bits shifted right by k flipped (long magnitudes), or bit k. */
+static inline void fuzz_banded_target(const fuzz_banded_input *in, const uint8_t *base,
+                                      const uint8_t *recipes, size_t length, uint8_t *target) {
+  unsigned esize = in->esize;
+  uint64_t all = fuzz_banded_all(esize);
+  for (size_t i = 0; i < in->n; i++) {
+    uint64_t u = fuzz_banded_get(base + i * esize, esize), k, x = 0;
+    uint8_t r = recipes[i % length];
+    k = r & 63;
+    switch (r >> 6) {
+      case 0: u += k; break;
+      case 1: u -= k + 1; break;
+      case 2:
+        for (unsigned b = 0; b < 8; b++) x |= (uint64_t)fuzz_pattern(in->seed ^ 0xa5, 8 * i + b) << (8 * b);
+        u ^= x >> k;
+        break;
+      default: u ^= (uint64_t)1 << (k % (8 * esize)); break;
+    }
+    fuzz_banded_put(target + i * esize, u & all, esize);
+  }
+}
+
+/* What dcr__banded_write makes of base -> target: the changes (positions pos,
+ * zigzag deltas z, count of them) and the encoded data (length bytes; NULL when
+ * nothing changed). */
+typedef struct {
+  uint32_t *pos;
+  uint8_t *z, *data;
+  size_t count, length;
+} fuzz_banded_written;
+
+static inline void fuzz_banded_write(const fuzz_banded_input *in, const uint8_t *base,
+                                     const uint8_t *target, fuzz_banded_written *w) {
+  unsigned esize = in->esize;
+  size_t n = in->n, bytes = n * esize, capacity = 64 + 16 * bytes;
+  uint8_t *old = malloc(bytes), *new = malloc(bytes), *sorted = malloc(bytes);
+  uint32_t *ranks = malloc(n * sizeof *ranks);
+  w->pos = malloc(n * sizeof *w->pos);
+  w->z = malloc(bytes);
+  w->data = NULL;
+  w->length = 0;
+  FUZZ_ASSERT(old && new && sorted && ranks && w->pos && w->z);
+  w->count = dcr__detect(base, target, n, esize, w->pos);
+  if (w->count) {
+    for (size_t j = 0; j < w->count; j++) {
+      memcpy(old + j * esize, base + (size_t)w->pos[j] * esize, esize);
+      memcpy(new + j * esize, target + (size_t)w->pos[j] * esize, esize);
+    }
+    dcr__delta_make(w->z, old, new, w->count, esize);
+    dcr__classed_encoder ws;
+    FUZZ_ASSERT(dcr__classed_encoder_init(&ws) == DCR_OK);
+    w->data = malloc(capacity);
+    FUZZ_ASSERT(w->data);
+    w->length = dcr__banded_write(&ws, w->data, capacity, base, n, in->dtype, w->pos, old, w->z,
+                                  w->count, ranks, sorted);
+    dcr__classed_encoder_free(&ws);
+  }
+  free(old), free(new), free(sorted), free(ranks);
+}
+
+static inline void fuzz_banded_written_free(fuzz_banded_written *w) {
+  free(w->pos), free(w->z), free(w->data);
+}
+
 #endif

@@ -748,6 +748,67 @@ static void http_seeds(void) {
   unlink(fuzz_path(1, "target"));
 }
 
+/* fuzz_banded: round trips (fuzz_banded_input) and, decoded, the DELTA_BANDED
+ * data they write: several dtypes; one band or many; an inverted band (most of
+ * its elements change), one-symbol value codes (every change alike), long
+ * magnitudes; pieces of an odd number of elements. */
+static void banded_seeds(void) {
+  static const struct {
+    const char *name, *dtype;
+    uint16_t n, step;
+    uint8_t shape, seed;
+    const char *recipes; /* hex */
+  } seeds[] = {
+      {"bf16-bands", "BF16", 4101, 333, 8, 1, "0000000100000000c3000040"},
+      {"bf16-inverted", "BF16", 3000, 100, 2, 2, "01010101410101"},
+      {"f32-one-symbol", "F32", 2500, 77, 3, 3, "010000"},
+      {"f32-long", "F32", 2049, 2048, 255, 4, "8500000000bf0000"},
+      {"f64-bands", "F64", 3000, 1000, 7, 5, "0100410000c8"},
+      {"f16-inverted", "F16", 1500, 65, 5, 6, "0141024201"},
+      {"f8-bands", "F8_E4M3", 5000, 129, 4, 7, "0100000041"},
+      {"u8-one-class", "U8", 700, 13, 0, 8, "000102"},
+      {"c64-long", "C64", 900, 31, 6, 9, "9f000001"},
+  };
+  for (size_t k = 0; k < sizeof seeds / sizeof seeds[0]; k++) {
+    uint8_t h[FUZZ_BANDED_HEADER] = {1};
+    h[1] = (uint8_t)(dcr_dtype_from_name(seeds[k].dtype, strlen(seeds[k].dtype)) - 1);
+    fuzz_banded_input in;
+    fuzz_banded_read(h, &in);
+    dcr__put16(h + 6, (uint16_t)((seeds[k].n - 1) % (FUZZ_BANDED_BYTES / in.esize)));
+    h[8] = seeds[k].seed;
+    dcr__put16(h + 9, (uint16_t)(seeds[k].step - 1));
+    h[11] = seeds[k].shape;
+    fuzz_banded_read(h, &in);
+    uint8_t recipes[64];
+    size_t length = strlen(seeds[k].recipes) / 2;
+    for (size_t i = 0; i < length; i++) sscanf(seeds[k].recipes + 2 * i, "%2hhx", &recipes[i]);
+    fuzz_buf b = {0};
+    fuzz_put(&b, h, sizeof h);
+    fuzz_put(&b, recipes, length);
+    char file[128];
+    snprintf(file, sizeof file, "rt-%s", seeds[k].name);
+    save("banded", file, b.p, b.n);
+    /* the same chunk decoded */
+    uint8_t *base = malloc(in.n * in.esize), *target = malloc(in.n * in.esize);
+    if (!base || !target) perror("mkseeds"), exit(1);
+    fuzz_banded_base(&in, base);
+    fuzz_banded_target(&in, base, recipes, length, target);
+    fuzz_banded_written w;
+    fuzz_banded_write(&in, base, target, &w);
+    if (!w.count || w.length == SIZE_MAX) fprintf(stderr, "mkseeds: %s: no data\n", file), exit(1);
+    h[0] = 0;
+    dcr__put32(h + 2, (uint32_t)w.count);
+    b.n = 0;
+    fuzz_put(&b, h, sizeof h);
+    fuzz_put(&b, w.data, w.length);
+    snprintf(file, sizeof file, "dec-%s", seeds[k].name);
+    save("banded", file, b.p, b.n);
+    fuzz_banded_written_free(&w);
+    fuzz_buf_free(&b);
+    free(base), free(target);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) root = argv[1];
   if (mkdir(root, 0777) && errno != EEXIST) perror(root), exit(1);
@@ -806,6 +867,7 @@ int main(int argc, char **argv) {
   make("classed", &cb, &t, 0, 4096, 3, NULL, 0, 1, 0);
   fuzz_buf_free(&cb);
   make("ulp-stored", &base, &t, 0, 4096, 0, NULL, 0, 0, 0);
+  banded_seeds();
 
   /* raw: a few bytes, then a longer target */
   rt.n = 0;

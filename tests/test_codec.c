@@ -325,6 +325,55 @@ static void test_sign2_piece_digests_vector_equals_libcrypto(void **state) {
   free(p), free(a), free(b);
 }
 
+/* dcr_changes' walk over DELTA_BANDED where every element changes and every band
+ * is inverted: each piece of the band walk meets its changes band by band, a run
+ * a band, that merge_met puts in element order (fuzz/regressions/banded/
+ * slow-collect-8-inverted-bands: an insertion sort took 1.8 million moves a piece). */
+static void test_banded_collect_inverted_bands(void **state) {
+  (void)state;
+  const char *name = "F8_E4M3FNUZ";
+  int dtype = dcr_dtype_from_name(name, strlen(name));
+  const size_t n = 32768 + 77; /* pieces of 2048, then a tail */
+  uint8_t *base = xmalloc(n), *target = xmalloc(n), *z = xmalloc(n), *sorted = xmalloc(n);
+  uint8_t *values = xmalloc(n), *met_values = xmalloc(n), *data = xmalloc(64 + 16 * n);
+  uint32_t *pos = xmalloc(n * sizeof *pos), *ranks = xmalloc(n * sizeof *ranks);
+  uint32_t *met = xmalloc(n * sizeof *met);
+  rng_seed(57);
+  for (size_t i = 0; i < n; i++) {
+    base[i] = (uint8_t)rng();
+    target[i] = base[i] ^ 0x40;
+    pos[i] = (uint32_t)i;
+  }
+  dcr__delta_make(z, base, target, n, 1);
+  dcr__classed_encoder ws;
+  assert_int_equal(dcr__classed_encoder_init(&ws), DCR_OK);
+  size_t length = dcr__banded_write(&ws, data, 64 + 16 * n, base, n, dtype, pos, base, z, n,
+                                    ranks, sorted);
+  assert_true(length != SIZE_MAX);
+  unsigned bands = data[0]; /* 4 here: 4 runs a piece, merged in two passes */
+  assert_true(bands >= 4);
+  assert_int_equal(data[1 + 2 * (bands - 1) + 4 * bands], (1u << bands) - 1);
+  dcr__classed *cls;
+  assert_int_equal(dcr__classed_decoder_init(&cls), DCR_OK);
+  static const int modes[] = {0, 2, 1};
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    dcr_detail d;
+    dcr__detail_init(&d);
+    dcr__classed_vector = modes[m];
+    assert_int_equal(dcr__banded_streams(cls, data, length, dtype, n, n, values, NULL, &d), DCR_OK);
+    memset(met, 0xFF, n * sizeof *met);
+    assert_int_equal(dcr__classed_collect(cls, values, base, n, met, met_values), n);
+    assert_int_equal(dcr__classed_end(cls, &d), DCR_OK);
+    assert_memory_equal(met, pos, n * sizeof *pos);
+    assert_memory_equal(met_values, z, n);
+  }
+  dcr__classed_vector = 1;
+  dcr__classed_decoder_free(cls);
+  dcr__classed_encoder_free(&ws);
+  free(base), free(target), free(z), free(sorted), free(values), free(met_values), free(data);
+  free(pos), free(ranks), free(met);
+}
+
 /* ---- planes (§9.1) ------------------------------------------------------ */
 
 static void test_planes_split_join_round_trip(void **state) {
@@ -1222,6 +1271,7 @@ static void test_pool_stops_early(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classed_walks_agree),
+      cmocka_unit_test(test_banded_collect_inverted_bands),
       cmocka_unit_test(test_planes_split_join_round_trip),
       cmocka_unit_test(test_planes_xor_into_applies_xor),
       cmocka_unit_test(test_planes_nonzero_counts_nonzero_elements),
