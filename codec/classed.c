@@ -292,26 +292,34 @@ void dcr__walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots) {
 
 /* The rare path of the walk: element i (of class c) is its class's next change:
  * applied to out (unless NULL), recorded if dcr__classed_record asked for it. */
-static void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const uint8_t *values) {
+/* change() in an inverted band (§9.5): every element of it is met here. */
+static __attribute__((noinline)) void change_inverted(dcr__classed *cls, size_t c, size_t s,
+                                                      size_t i, uint8_t *out,
+                                                      const uint8_t *values) {
+  unsigned esize = cls->esize;
+  cls->left[c] = 0;
+  if (cls->slot[s].seen++ == cls->slot[s].next) { /* listed: unchanged */
+    cls->slot[s].next = --cls->slot[s].listed ? next_rank(cls, s) : UINT64_MAX;
+    return;
+  }
+  if (!cls->slot[s].changes) { /* more elements than the band's changes and listed */
+    cls->slot[s].overflow = 1;
+    return;
+  }
+  cls->slot[s].changes--;
+  const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
+  if (out) dcr__delta_apply(out + i * esize, v, esize);
+  if (cls->taken_pos) {
+    cls->taken_pos[cls->taken] = (uint32_t)i;
+    memcpy(cls->taken_values + cls->taken++ * esize, v, esize);
+  }
+}
+
+static inline __attribute__((always_inline)) void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const uint8_t *values) {
   unsigned esize = cls->esize;
   size_t s = cls->map[c];
-  if (__builtin_expect(cls->slot[s].inverted, 0)) { /* every element of it is met here */
-    cls->left[c] = 0;
-    if (cls->slot[s].seen++ == cls->slot[s].next) { /* listed: unchanged */
-      cls->slot[s].next = --cls->slot[s].listed ? next_rank(cls, s) : UINT64_MAX;
-      return;
-    }
-    if (!cls->slot[s].changes) { /* more elements than the band's changes and listed */
-      cls->slot[s].overflow = 1;
-      return;
-    }
-    cls->slot[s].changes--;
-    const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
-    if (out) dcr__delta_apply(out + i * esize, v, esize);
-    if (cls->taken_pos) {
-      cls->taken_pos[cls->taken] = (uint32_t)i;
-      memcpy(cls->taken_values + cls->taken++ * esize, v, esize);
-    }
+  if (__builtin_expect(cls->slot[s].inverted, 0)) {
+    change_inverted(cls, c, s, i, out, values);
     return;
   }
   const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
@@ -379,17 +387,17 @@ static void walk_bands_scalar(dcr__classed *cls, const uint8_t *values, const ui
   BY_DTYPE(WALK_BANDS)
 }
 
-/* Changes met [from, to) put in element order: met in order but within a group of
- * 64 unit by unit, an insertion sort moves each past the few met before it (the
- * band walk's pieces are put in order as they end: merge_met). */
-static void sort_met(uint32_t *pos, uint8_t *values, size_t from, size_t to, unsigned esize) {
-  for (size_t i = from + 1; i < to; i++) {
+/* The count changes met put in element order: met in order but within a group of
+ * 64 unit by unit, an insertion sort moves each past the few of its group met
+ * before it (at most 63: bounded however dense the chunk). */
+static void sort_met(uint32_t *pos, uint8_t *values, size_t count, unsigned esize) {
+  for (size_t i = 1; i < count; i++) {
     uint32_t p = pos[i];
     if (pos[i - 1] < p) continue;
     uint8_t v[8];
     memcpy(v, values + i * esize, esize);
     size_t j = i;
-    for (; j > from && pos[j - 1] > p; j--) {
+    for (; j && pos[j - 1] > p; j--) {
       pos[j] = pos[j - 1];
       memcpy(values + j * esize, values + (j - 1) * esize, esize);
     }
@@ -409,8 +417,8 @@ static void sort_met(uint32_t *pos, uint8_t *values, size_t from, size_t to, uns
  * weights lists some twenty), so past GROUP_CLASSES_MAX the scalar walk goes on.
  * It needs AVX2 (or AVX-512BW), BMI2 and POPCNT, chosen at run time; elsewhere
  * (and in portable C the masks cost more than the scalar walk) the scalar walk
- * runs. Bands (1.3) are at most 8 ranges of classes, walked the same way a piece
- * at a time (BAND_PIECES below). */
+ * runs. Bands (1.3) are at most 8 ranges of classes, walked the same way
+ * (BAND_GROUPS below). */
 int dcr__classed_vector = 1;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -519,71 +527,27 @@ __attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_groups_
   GROUPS(all = _mm512_loadu_si512((const void *)cb), AVX512_MASK)
 }
 
-/* The changes recorded in a piece of the band walk, [from, to), met band by band:
- * at most DCR__BANDS_MAX runs, each in element order, merged pairwise through cls's
- * scratch until one is left (three passes at most). An insertion sort (sort_met)
- * takes time quadratic in the piece's changes: some 1.8 million moves a piece where
- * 8 inverted bands change every element (fuzz/regressions/banded). */
-static void merge_met(dcr__classed *cls, size_t from, size_t to) {
-  uint32_t *pos = cls->taken_pos, *mp = cls->merged_pos;
-  uint8_t *values = cls->taken_values, *mv = cls->merged_values;
-  unsigned esize = cls->esize;
-  if (to - from < 2) return;
-  for (;;) {
-    size_t out = 0;
-    for (size_t a = from; a < to;) {
-      size_t b = a + 1, c;
-      while (b < to && pos[b - 1] < pos[b]) b++;
-      if (b == to && a == from) return; /* one run: in order */
-      for (c = b < to ? b + 1 : b; c < to && pos[c - 1] < pos[c]; c++) {}
-      for (size_t i = a, j = b; i < b || j < c; out++) { /* [a, b) and [b, c) */
-        size_t k = j == c || (i < b && pos[i] < pos[j]) ? i++ : j++;
-        mp[out] = pos[k];
-        memcpy(mv + out * esize, values + k * esize, esize);
-      }
-      a = c;
-    }
-    memcpy(pos + from, mp, out * sizeof *pos);
-    memcpy(values + from * esize, mv, out * esize);
-  }
-}
 
-/* Bands (at most 8) are walked a band at a time over a piece of PIECE_GROUPS
- * groups whose class bytes are made once: the count of each band's elements
- * stays in a register, and a group costs a band one or two compares and a
- * popcount. Changes are met band by band within a piece, so those recorded are
- * put back in element order at the end of each piece. */
-#define PIECE_GROUPS (DCR__BAND_PIECE / GROUP)
-#define BAND_PIECES(LOAD, MASK)                                                    \
-  uint8_t cb[PIECE_GROUPS * GROUP];                                                \
+/* Bands: the group walk as for classes, band b's elements being those whose class
+ * byte is at least its first class and below the next band's: one or two
+ * compares (MASK(b)). */
+#define BAND_GROUPS(LOAD, MASK)                                                    \
+  uint8_t cb[GROUP];                                                               \
+  pending pend[GROUP_CLASSES_MAX];                                                 \
   uint32_t *left = cls->left;                                                      \
-  for (size_t p0 = first; p0 < last; p0 += PIECE_GROUPS * GROUP) {                 \
-    size_t groups = (last - p0) / GROUP;                                           \
-    if (groups > PIECE_GROUPS) groups = PIECE_GROUPS;                              \
-    for (size_t g = 0; g < groups; g++)                                            \
-      class_bytes(cls, base + (p0 + g * GROUP) * cls->esize, cb + g * GROUP);      \
-    size_t taken = cls->taken;                                                     \
-    for (size_t a = cls->nactive; a-- > 0;) {                                      \
+  for (size_t i = first; i < last; i += GROUP) {                                   \
+    class_bytes(cls, base + i * cls->esize, cb);                                   \
+    LOAD(cb);                                                                      \
+    size_t np = 0, n = cls->nactive;                                               \
+    for (size_t a = 0; a < n; a++) {                                               \
       size_t b = cls->active[a];                                                   \
-      uint32_t l = left[b];                                                        \
-      for (size_t g = 0; g < groups; g++) {                                        \
-        LOAD(cb + g * GROUP);                                                      \
-        uint64_t m = MASK(b);                                                      \
-        uint32_t cnt = (uint32_t)__builtin_popcountll(m);                          \
-        if (cnt <= l) {                                                            \
-          l -= cnt;                                                                \
-          continue;                                                                \
-        }                                                                          \
-        left[b] = l;                                                               \
-        unit_changes(cls, b, m, p0 + g * GROUP, out, values);                      \
-        if ((l = left[b]) == UINT32_MAX) {                                         \
-          cls->active[a] = cls->active[--cls->nactive];                            \
-          break;                                                                   \
-        }                                                                          \
-      }                                                                            \
-      left[b] = l;                                                                 \
+      uint64_t m = MASK(b);                                                        \
+      uint32_t cnt = (uint32_t)__builtin_popcountll(m), *l = &left[b];             \
+      size_t here = cnt > *l;                                                      \
+      pend[np].m = m, pend[np].a = a, np += here;                                  \
+      *l -= here ? 0 : cnt;                                                        \
     }                                                                              \
-    if (cls->taken_pos) merge_met(cls, taken, cls->taken);                         \
+    if (np) group_changes(cls, pend, np, i, out, values);                          \
   }
 
 /* x >= t, unsigned bytes: max(x, t) = x; the first band starts at 0, the last
@@ -600,7 +564,7 @@ __attribute__((target("avx2,bmi2,popcnt"))) static void walk_bands_avx2(
   for (size_t b = 0; b < cls->bands; b++) lo_of[b] = _mm256_set1_epi8((char)cls->band_lo[b]);
 #define AVX2_LOAD(p) \
   (lo = _mm256_loadu_si256((const __m256i *)(p)), hi = _mm256_loadu_si256((const __m256i *)(p) + 1))
-  BAND_PIECES(AVX2_LOAD, AVX2_BAND)
+  BAND_GROUPS(AVX2_LOAD, AVX2_BAND)
 }
 
 /* AVX-512BW: the second compare is masked by the first. */
@@ -615,7 +579,7 @@ __attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_bands_a
   __m512i all, lo_of[DCR__BANDS_MAX];
   for (size_t b = 0; b < cls->bands; b++) lo_of[b] = _mm512_set1_epi8((char)cls->band_lo[b]);
 #define AVX512_LOAD(p) (all = _mm512_loadu_si512((const void *)(p)))
-  BAND_PIECES(AVX512_LOAD, AVX512_BAND)
+  BAND_GROUPS(AVX512_LOAD, AVX512_BAND)
 }
 
 /* Walks [first, end) in groups if this CPU can (end - first a multiple of GROUP);
@@ -659,7 +623,7 @@ size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint
   dcr__classed_walk(cls, values, base, NULL, 0, n);
   size_t met = cls->taken;
   dcr__classed_record(cls, NULL, NULL);
-  sort_met(pos, out_values, 0, met, cls->esize);
+  sort_met(pos, out_values, met, cls->esize);
   return met;
 }
 

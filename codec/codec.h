@@ -187,7 +187,8 @@ DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, cons
  * even where AVX-512BW is. */
 DCR_HIDDEN extern int dcr__classed_vector;
 /* From now until the next chunk's streams, each change the walk meets is also
- * recorded, in the order met (by class within 64 elements, not element order):
+ * recorded, in the order met (by class or band within 64 elements, not element
+ * order):
  * its element index to pos, its value (a zigzag delta) to values; room for the
  * chunk's count. NULL stops it. */
 DCR_HIDDEN void dcr__classed_record(dcr__classed *cls, uint32_t *pos, uint8_t *values);

@@ -13,7 +13,6 @@
 #define RANKS_AHEAD 16
 /* Elements of a piece of the band walk (classed.c), which meets their changes band
  * by band. */
-#define DCR__BAND_PIECE 2048
 
 struct dcr__classed {
   unsigned esize, shift;
@@ -49,9 +48,6 @@ struct dcr__classed {
   uint32_t *taken_pos; /* dcr__classed_record: where the changes met go, or NULL */
   uint8_t *taken_values;
   size_t taken;
-  /* Where the changes recorded in a piece of the band walk are merged (classed.c). */
-  uint32_t merged_pos[DCR__BAND_PIECE];
-  uint8_t merged_values[DCR__BAND_PIECE * 8];
   /* What the streams list, for dcr__walk_begin: unit[s] has changes[s] changes
    * (at least one), their ranks in stream[s] (stream_length[s] bytes, checked;
    * for an inverted band, the ranks of its listed[s] unchanged elements, and no

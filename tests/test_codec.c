@@ -326,9 +326,9 @@ static void test_sign2_piece_digests_vector_equals_libcrypto(void **state) {
 }
 
 /* dcr_changes' walk over DELTA_BANDED where every element changes and every band
- * is inverted: each piece of the band walk meets its changes band by band, a run
- * a band, that merge_met puts in element order (fuzz/regressions/banded/
- * slow-collect-8-inverted-bands: an insertion sort took 1.8 million moves a piece). */
+ * is inverted: each group of 64 meets its changes band by band, put back in
+ * element order (fuzz/regressions/banded/slow-collect-8-inverted-bands: a walk
+ * a piece of 2048 elements at a time once took 1.8 million moves a piece). */
 static void test_banded_collect_inverted_bands(void **state) {
   (void)state;
   const char *name = "F8_E4M3FNUZ";
