@@ -291,16 +291,16 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
       omax = oa > of_ ? oa : of_; ox = omax > 0 ? os_ / omax : 0; osum = omax > 0 ? (oa + of_) / omax : 0
       if (json) {
         printf "%s{\"rate\": %s, \"dcr_s\": %.3f, \"full_s\": %.3f, \"speedup\": %.1f, \"verified\": %s, ", (i > 1 ? ", " : ""), r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v
-        printf "\"bundle_bytes\": %d, \"checkpoint_bytes\": %d, ", pub[r, "dcr"] / steps, pub[r, "full"] / steps
-        printf "\"origin_bytes_dcr\": %d, \"origin_bytes_full\": %d, \"origin_dcr_x\": %.2f, \"origin_full_x\": %.2f, ", od, of, od / pub[r, "dcr"], of / pub[r, "full"]
-        printf "\"mid_bytes_dcr\": %d, \"mid_bytes_full\": %d, \"mid_dcr_x\": %.2f, ", md, bytes["mid", r, "full"], mx
-        printf "\"overlap_runs\": %d, \"overlap_link_bytes_s\": %d, \"overlap_apply_s\": %.3f, \"overlap_fetch_s\": %.3f, \"overlap_streamed_s\": %.3f, \"overlap_x_max\": %.2f, \"overlap_sum_x_max\": %.2f, ", ov[r], link[r], oa, of_, os_, ox, osum
+        printf "\"bundle_bytes\": %.0f, \"checkpoint_bytes\": %.0f, ", pub[r, "dcr"] / steps, pub[r, "full"] / steps
+        printf "\"origin_bytes_dcr\": %.0f, \"origin_bytes_full\": %.0f, \"origin_dcr_x\": %.2f, \"origin_full_x\": %.2f, ", od, of, od / pub[r, "dcr"], of / pub[r, "full"]
+        printf "\"mid_bytes_dcr\": %.0f, \"mid_bytes_full\": %.0f, \"mid_dcr_x\": %.2f, ", md, bytes["mid", r, "full"], mx
+        printf "\"overlap_runs\": %d, \"overlap_link_bytes_s\": %.0f, \"overlap_apply_s\": %.3f, \"overlap_fetch_s\": %.3f, \"overlap_streamed_s\": %.3f, \"overlap_x_max\": %.2f, \"overlap_sum_x_max\": %.2f, ", ov[r], link[r], oa, of_, os_, ox, osum
         printf "\"worker_dcr_s\": %.3f, \"worker_full_s\": %.3f, ", ws[r, "dcr"], ws[r, "full"]
         printf "\"worker_dcr_open_s\": %.3f, \"worker_full_download_s\": %.3f, ", wp[r, "dcr"], wp[r, "full"]
         printf "\"dcr_steps_s\": [%s], \"full_steps_s\": [%s], ", list[r, "dcr"], list[r, "full"]
         printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d, \"warm\": %s}", size, workers, nodes, steps, warm ? "true" : "false"
       } else {
-        printf "| %s | %.2f | %.2f | %.1fx | %s | %d | %.2f | %.2f | %d (%.2f) | %d (%.2f) | %d (%.2f) | %s |\n", r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v, pub[r, "dcr"] / steps, ws[r, "dcr"], ws[r, "full"], od, od / pub[r, "dcr"], of, of / pub[r, "full"], md, mx, ov[r] ? sprintf("%.2f, %.2f, %.2f (%.2fx)", oa, of_, os_, ox) : "-"
+        printf "| %s | %.2f | %.2f | %.1fx | %s | %.0f | %.2f | %.2f | %.0f (%.2f) | %.0f (%.2f) | %.0f (%.2f) | %s |\n", r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v, pub[r, "dcr"] / steps, ws[r, "dcr"], ws[r, "full"], od, od / pub[r, "dcr"], of, of / pub[r, "full"], md, mx, ov[r] ? sprintf("%.2f, %.2f, %.2f (%.2fx)", oa, of_, os_, ox) : "-"
       }
     }
   }' steps.log answers.log links.log origin/access.log mid/access.log >summary.txt

@@ -17,6 +17,9 @@ import time
 PIECE = 16384
 
 
+CATCH_UP = 0.05  # seconds of late sends the link makes up for
+
+
 class Link:
     def __init__(self, rate):
         self.rate = rate
@@ -24,10 +27,14 @@ class Link:
 
     async def send(self, n):
         """Waits until n more bytes have crossed the link (callers take turns:
-        the event loop runs one at a time, so no lock is needed)."""
+        the event loop runs one at a time, so no lock is needed). A sleep that
+        ends late (a busy CPU) is made up by the sends after it, up to CATCH_UP,
+        so that the rate holds on a loaded machine; a link idle for longer
+        starts afresh."""
         now = time.monotonic()
-        self.free_at = max(self.free_at, now) + n / self.rate
-        await asyncio.sleep(self.free_at - now)
+        self.free_at = max(self.free_at, now - CATCH_UP) + n / self.rate
+        if self.free_at > now:
+            await asyncio.sleep(self.free_at - now)
 
 
 async def pipe(reader, writer, link):
