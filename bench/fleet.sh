@@ -4,7 +4,8 @@
 # verified, with dcr bundles against full checkpoints through the same relays.
 #
 #   bash bench/fleet.sh [DCR] [--size 256M] [--workers 4] [--nodes 2]
-#                       [--rates 0.01,0.03] [--steps 2] [--warm] [--json] [--dir DIR]
+#                       [--rates 0.01,0.03] [--steps 2] [--overlap 2] [--warm] [--json]
+#                       [--dir DIR]
 #
 # Needs: `make` (DCR, default build/dcr, and the libdcr.so.1 beside it), nginx
 # and Debian's python3 with numpy (sh tools/deps.sh installs both; PYTHON names
@@ -58,14 +59,32 @@
 # access logs the body bytes the origin sent (origin_bytes_*, and origin_*_x:
 # that over the bytes published, 1.00 when the tree sends each object across
 # the slow link once) and those the mid relay sent to the node relays
-# (mid_bytes_*: about NODES times the bytes published, NODES + 1 with --warm).
+# (mid_bytes_*: NODES times the bytes published, NODES + 1 with --warm; mid_dcr_x:
+# the dcr bytes the mid sent over those published times NODES, 1.00 when each node
+# pulls each bundle across its link once, however many workers it has: issue #34
+# item 3, one fetch per node).
+#
+#
+# The overlap (issue #34 item 2), after the steps: worker 0 alone, its weights
+# reloaded with state 0, reads from a second origin without limit_rate behind one
+# link (bench/link.py: all of a reader's requests share its rate, as they share a
+# real link; nginx's limit_rate caps each request alone) whose rate makes the
+# bundle's fetch take about as long as its apply: the worker times an apply from
+# the local file (applytime, the calibration), the link is set to the bundle's
+# bytes over that time, then --overlap times (default 2; 0: none) the worker
+# times, one after the other, the apply from the local file, the bundle's
+# download (one GET) and the apply from the URL, which fetches and applies at once
+# (fleet_worker.py overlap). Reported: the means of the three (overlap_apply_s,
+# overlap_fetch_s, overlap_streamed_s) and the streamed time over the larger of
+# the other two (overlap_x_max: 1.0 is a perfect overlap, their sum over their
+# maximum, overlap_sum_x_max, none).
 #
 # Output: a markdown table, or with --json {"results": [{...}, ...]}; progress on
 # stderr. --dir keeps the work directory (pairs, logs, caches) at DIR. Exits 1 if
 # a worker failed a step (verified false).
 set -eu
 DCR=build/dcr
-SIZE=256M WORKERS=4 NODES=2 RATES=0.01,0.03 STEPS=2 WARM=0 JSON=0 DIR=
+SIZE=256M WORKERS=4 NODES=2 RATES=0.01,0.03 STEPS=2 OVERLAP=2 WARM=0 JSON=0 DIR=
 LINK_S=10 # seconds one full checkpoint takes to leave the origin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -74,6 +93,7 @@ while [ $# -gt 0 ]; do
     --nodes) NODES=$2; shift 2 ;;
     --rates) RATES=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
+    --overlap) OVERLAP=$2; shift 2 ;;
     --json) JSON=1; shift ;;
     --warm) WARM=1; shift ;;
     --dir) DIR=$2; shift 2 ;;
@@ -96,8 +116,10 @@ W=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dcr-bench-fleet.XXXXXX")}
 mkdir -p "$W/www"
 W=$(cd "$W" && pwd)
 WORKER_PIDS=()
+LINK_PID=
 cleanup() {
   local p
+  [ -z "$LINK_PID" ] || { kill "$LINK_PID" 2>/dev/null; wait "$LINK_PID" 2>/dev/null || true; }
   # a worker may be busy with a step (after an interrupt): kill rather than ask
   for p in "${WORKER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${WORKER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -161,6 +183,13 @@ tell() {
   done
 }
 
+# tell_one TAG LINE: the same for worker 0 alone; ANSWER is its answer
+tell_one() {
+  echo "$2" >&"${CMD[0]}"
+  read -r -t 600 -u "$DONE" ANSWER || { say "no answer from worker 0 in 600 s"; exit 1; }
+  echo "$1 $ANSWER" >>answers.log
+}
+
 # warm NAME: GETs NAME at the mid relay, then at every node relay at once
 warm() {
   local port pids=() p
@@ -193,6 +222,33 @@ for rate in "${RATE_LIST[@]}"; do
   done
 done
 
+if [ "$OVERLAP" -gt 0 ]; then
+  NGX_LIMIT_RATE=0 ngx_up "$W/fast" origin "$W/www"
+  FAST=$NGX_PORT
+  for rate in "${RATE_LIST[@]}"; do
+    tell_one "$rate setup overlap" "load $W/r$rate/0.st"
+    tell_one "$rate applytime 0" "applytime $W/r$rate/1.dcr"
+    bytes=$(stat -c %s "r$rate/1.dcr")
+    link=$(echo "$ANSWER" | awk -v b="$bytes" '$NF == "ok" && $3 > 0 { printf "%d", b / $3 }')
+    [ -n "$link" ] || { say "overlap: worker 0 could not time the apply: $ANSWER"; exit 1; }
+    port=$(free_port)
+    "$PYTHON" "$ROOT/bench/link.py" "$port" "$FAST" "$link" &
+    LINK_PID=$!
+    for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+    say "rate $rate overlap: link at $link bytes/s (the bundle's $bytes bytes in the apply's time)"
+    for k in $(seq "$OVERLAP"); do
+      state=$((k % 2))
+      ln "r$rate/$state.dcr" "www/r$rate-overlap$k.dcr"
+      tell_one "$rate overlap $k" "overlap $W/r$rate/$state.dcr http://127.0.0.1:$port/r$rate-overlap$k.dcr http://127.0.0.1:$port/r$rate-overlap$k.dcr $(cat "r$rate/$state.id")"
+      say "rate $rate overlap $k: $ANSWER"
+    done
+    echo "$rate $link" >>links.log
+    kill "$LINK_PID"; wait "$LINK_PID" 2>/dev/null || true
+    LINK_PID=
+  done
+fi
+touch links.log
+
 # summary: one line a rate, from steps.log ("RATE KIND STEP BYTES T0 T1"),
 # answers.log ("RATE KIND STEP" then a worker's answer: its own seconds are field
 # 6, its first part's field 7) and the access logs (log_format dcr: the request path is field 2, the body
@@ -206,19 +262,21 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
   }
   FILENAME == "answers.log" {
     if ($NF != "ok") bad[$1] = 1
-    if ($2 == "setup") next
+    if ($2 == "overlap") { ov[$1] += 1; ovs[$1] += $6; ova[$1] += $7; ovf[$1] += $8 }
+    if ($2 != "dcr" && $2 != "full") next
     if ($6 > slow[$1, $2, $3]) slow[$1, $2, $3] = $6
     if ($7 > part[$1, $2, $3]) part[$1, $2, $3] = $7
     next
   }
+  FILENAME == "links.log" { link[$1] = $2; next }
   {
     split($2, p, "[/-]")
     bytes[FILENAME ~ /^origin/ ? "origin" : "mid", substr(p[2], 2), $2 ~ /\.dcr$/ ? "dcr" : "full"] += $5
   }
   END {
     if (!json) {
-      print "| rate | dcr s | full s | speedup | verified | bundle bytes | worker dcr s | worker full s | origin bytes dcr (x published) | origin bytes full (x published) |"
-      print "|---|---|---|---|---|---|---|---|---|---|"
+      print "| rate | dcr s | full s | speedup | verified | bundle bytes | worker dcr s | worker full s | origin bytes dcr (x published) | origin bytes full (x published) | mid bytes dcr (x published x nodes) | overlap: apply s, fetch s, streamed s (x max) |"
+      print "|---|---|---|---|---|---|---|---|---|---|---|---|"
     }
     for (i = 1; i <= nr; i++) {
       r = order[i]
@@ -228,19 +286,23 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
       }
       v = bad[r] ? "false" : "true"
       od = bytes["origin", r, "dcr"]; of = bytes["origin", r, "full"]
+      md = bytes["mid", r, "dcr"]; mx = md / (pub[r, "dcr"] * nodes)
+      n = ov[r] ? ov[r] : 1; oa = ova[r] / n; of_ = ovf[r] / n; os_ = ovs[r] / n
+      omax = oa > of_ ? oa : of_; ox = omax > 0 ? os_ / omax : 0; osum = omax > 0 ? (oa + of_) / omax : 0
       if (json) {
         printf "%s{\"rate\": %s, \"dcr_s\": %.3f, \"full_s\": %.3f, \"speedup\": %.1f, \"verified\": %s, ", (i > 1 ? ", " : ""), r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v
-        printf "\"bundle_bytes\": %d, \"checkpoint_bytes\": %d, ", pub[r, "dcr"] / steps, pub[r, "full"] / steps
-        printf "\"origin_bytes_dcr\": %d, \"origin_bytes_full\": %d, \"origin_dcr_x\": %.2f, \"origin_full_x\": %.2f, ", od, of, od / pub[r, "dcr"], of / pub[r, "full"]
-        printf "\"mid_bytes_dcr\": %d, \"mid_bytes_full\": %d, ", bytes["mid", r, "dcr"], bytes["mid", r, "full"]
+        printf "\"bundle_bytes\": %.0f, \"checkpoint_bytes\": %.0f, ", pub[r, "dcr"] / steps, pub[r, "full"] / steps
+        printf "\"origin_bytes_dcr\": %.0f, \"origin_bytes_full\": %.0f, \"origin_dcr_x\": %.2f, \"origin_full_x\": %.2f, ", od, of, od / pub[r, "dcr"], of / pub[r, "full"]
+        printf "\"mid_bytes_dcr\": %.0f, \"mid_bytes_full\": %.0f, \"mid_dcr_x\": %.2f, ", md, bytes["mid", r, "full"], mx
+        printf "\"overlap_runs\": %d, \"overlap_link_bytes_s\": %.0f, \"overlap_apply_s\": %.3f, \"overlap_fetch_s\": %.3f, \"overlap_streamed_s\": %.3f, \"overlap_x_max\": %.2f, \"overlap_sum_x_max\": %.2f, ", ov[r], link[r], oa, of_, os_, ox, osum
         printf "\"worker_dcr_s\": %.3f, \"worker_full_s\": %.3f, ", ws[r, "dcr"], ws[r, "full"]
         printf "\"worker_dcr_open_s\": %.3f, \"worker_full_download_s\": %.3f, ", wp[r, "dcr"], wp[r, "full"]
         printf "\"dcr_steps_s\": [%s], \"full_steps_s\": [%s], ", list[r, "dcr"], list[r, "full"]
         printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d, \"warm\": %s}", size, workers, nodes, steps, warm ? "true" : "false"
       } else {
-        printf "| %s | %.2f | %.2f | %.1fx | %s | %d | %.2f | %.2f | %d (%.2f) | %d (%.2f) |\n", r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v, pub[r, "dcr"] / steps, ws[r, "dcr"], ws[r, "full"], od, od / pub[r, "dcr"], of, of / pub[r, "full"]
+        printf "| %s | %.2f | %.2f | %.1fx | %s | %.0f | %.2f | %.2f | %.0f (%.2f) | %.0f (%.2f) | %.0f (%.2f) | %s |\n", r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v, pub[r, "dcr"] / steps, ws[r, "dcr"], ws[r, "full"], od, od / pub[r, "dcr"], of, of / pub[r, "full"], md, mx, ov[r] ? sprintf("%.2f, %.2f, %.2f (%.2fx)", oa, of_, os_, ox) : "-"
       }
     }
-  }' steps.log answers.log origin/access.log mid/access.log >summary.txt
+  }' steps.log answers.log links.log origin/access.log mid/access.log >summary.txt
 if [ "$JSON" = 1 ]; then echo "{\"results\": [$(cat summary.txt)]}"; else cat summary.txt; fi
 ! grep -q ' error: ' answers.log

@@ -16,16 +16,28 @@ less than PIPE_BUF bytes, so lines never mix):
                 dcr.load_safetensors (it becomes the weights held) and checks that
                 dcr.state_id of the file is ID
 
+  applytime PATH
+                the time of dcr.Bundle(PATH).apply_to(weights, verify="full"),
+                a local file, after which the weights are put back as they were
+  overlap PATH FETCH_URL STREAM_URL ID
+                the overlap of fetch and apply (issue #34 item 2), three times
+                taken one after the other: the apply of PATH as applytime, the
+                download of FETCH_URL (the bundle's bytes, one GET), then the
+                apply from STREAM_URL as for dcr, which fetches and applies at once
+
 The answer is "NAME KIND SECONDS PART_SECONDS BYTES ok" (SECONDS: the command's
 whole time; PART_SECONDS: opening the bundle and reading its index for dcr, the
 download for full; BYTES: fetched from the relay) or "NAME KIND 0 0 0 error:
-MESSAGE", after which the worker goes on.
+MESSAGE", after which the worker goes on; for applytime "NAME applytime SECONDS 0 0
+ok", for overlap "NAME overlap STREAMED_SECONDS APPLY_SECONDS FETCH_SECONDS ok".
 """
 import os
 import shutil
 import sys
 import time
 import urllib.request
+
+import numpy as np
 
 import dcr
 
@@ -41,6 +53,30 @@ def refit_dcr(weights, url, target):
     if bundle.target_state != target:
         raise ValueError(f"the bundle's target is {bundle.target_state}, not {target}")
     return weights, opened, bundle.fetch_stats.bytes_fetched
+
+
+def apply_time(weights, path):
+    """Seconds to apply the bundle at path to the weights; the weights are then
+    put back (untimed), so that they stay the bundle's base."""
+    kept = {name: np.array(a, copy=True) for name, a in weights.items()}
+    t0 = time.monotonic()
+    dcr.Bundle(path).apply_to(weights, verify="full")
+    seconds = time.monotonic() - t0
+    for name, a in kept.items():
+        np.copyto(weights[name], a)
+    return seconds
+
+
+def overlap(weights, path, fetch_url, stream_url, target):
+    applied = apply_time(weights, path)
+    t0 = time.monotonic()
+    with urllib.request.urlopen(fetch_url) as r:
+        while r.read(1 << 20):
+            pass
+    fetched = time.monotonic() - t0
+    t0 = time.monotonic()
+    refit_dcr(weights, stream_url, target)
+    return time.monotonic() - t0, applied, fetched
 
 
 def refit_full(path, url, target):
@@ -68,13 +104,19 @@ def main():
             kind, *args = line.split()
             t0 = time.monotonic()
             try:
-                if kind == "load":
-                    weights, part, size = dcr.load_checkpoint(args[0]), 0.0, 0
-                elif kind == "dcr":
-                    weights, part, size = refit_dcr(weights, *args)
+                if kind == "applytime":
+                    answer = f"{name} {kind} {apply_time(weights, args[0]):.4f} 0 0 ok"
+                elif kind == "overlap":
+                    streamed, applied, fetched = overlap(weights, *args)
+                    answer = f"{name} {kind} {streamed:.4f} {applied:.4f} {fetched:.4f} ok"
                 else:
-                    weights, part, size = refit_full(os.path.join(work, name + ".safetensors"), *args)
-                answer = f"{name} {kind} {time.monotonic() - t0:.4f} {part:.4f} {size} ok"
+                    if kind == "load":
+                        weights, part, size = dcr.load_checkpoint(args[0]), 0.0, 0
+                    elif kind == "dcr":
+                        weights, part, size = refit_dcr(weights, *args)
+                    else:
+                        weights, part, size = refit_full(os.path.join(work, name + ".safetensors"), *args)
+                    answer = f"{name} {kind} {time.monotonic() - t0:.4f} {part:.4f} {size} ok"
             except Exception as e:  # reported to the driver, which fails the run
                 answer = f"{name} {kind} 0 0 0 error: {type(e).__name__}: {e}"
             os.write(done, (answer.replace("\n", " ")[:500] + "\n").encode())

@@ -6,7 +6,9 @@
  * bundle's size and a second pass over the chunks reads them locally. Reader
  * threads ask for byte ranges and wait until the spool holds them; what they
  * ask comes first, then the plan (the chunk sections the reader will use,
- * coalesced), fetched ahead.
+ * coalesced), fetched ahead as one stream in file order, so that an apply, whose
+ * checking pass takes the chunks in that order, works on each as it arrives
+ * (SPEC.md §10.3) and the fetch overlaps the apply.
  *
  * Faults: a failed, cut, stalled or too slow transfer is asked again, from
  * where its body stopped, with backoff; a change of the object (validators,
@@ -45,7 +47,9 @@
 
 #define TAIL_BYTES (64u << 10)   /* the first request: footer, index and more */
 #define MIN_REQUEST (64u << 10)  /* a read not planned is rounded up to this */
-#define SPAN_BYTES (4u << 20)    /* the largest request: several spans fly at once */
+#define SPAN_BYTES (4u << 20)    /* the largest request for what readers wait for or
+                                    read ahead: several spans fly at once */
+#define STREAM_BYTES (64u << 20) /* the largest request for the plan: one at a time */
 #define MERGE_GAP (64u << 10)    /* planned ranges closer than this are asked as one */
 #define MAX_REDIRECTS 8
 #define LOW_SPEED 1024u          /* bytes a second, by default, over: */
@@ -59,6 +63,7 @@ typedef struct {
   int busy;    /* a request in flight, or waiting for its retry */
   int waiting; /* in backoff: not in the multi handle */
   int first;   /* the suffix request that learns the object */
+  int planned; /* a request for the plan: the one stream (see pick) */
   uint64_t offset, length, received; /* what this attempt asks for and has stored */
   int verdict;                       /* DCR__RESP_*, 0 before the first body byte */
   int code;                          /* for a failed verdict or a refused body */
@@ -159,8 +164,10 @@ static int have_add(dcr__remote *rm, uint64_t offset, uint64_t length) {
   return push(&rm->have, &rm->have_n, &rm->have_cap, i, (dcr__range){offset, end - offset});
 }
 
-/* The first part of [offset, end) that is neither held nor being fetched. */
-static int missing(const dcr__remote *rm, uint64_t offset, uint64_t end, dcr__range *out) {
+/* The first part of [offset, end) that is neither held nor being fetched, at
+ * most cap bytes. */
+static int missing(const dcr__remote *rm, uint64_t offset, uint64_t end, uint64_t cap,
+                   dcr__range *out) {
   uint64_t at = offset;
   for (int moved = 1; moved && at < end;) {
     moved = 0;
@@ -181,23 +188,37 @@ static int missing(const dcr__remote *rm, uint64_t offset, uint64_t end, dcr__ra
     const xfer *x = &rm->x[k];
     if (x->busy && !x->first && x->offset > at && x->offset < stop) stop = x->offset;
   }
-  if (stop - at > SPAN_BYTES) stop = at + SPAN_BYTES;
+  if (stop - at > cap) stop = at + cap;
   *out = (dcr__range){at, stop - at};
   return 1;
 }
 
-/* What to ask next: reads that wait first, then the read-ahead, then the plan. */
-static int pick(dcr__remote *rm, dcr__range *out) {
+/* What to ask next (*planned: a request for the plan): reads that wait first,
+ * then the read-ahead, then the plan. The plan is read in file order (the walk,
+ * an apply's pass: chunk sections in data order), so it is fetched as one stream,
+ * a request at a time: its bytes then arrive in that order at the link's whole
+ * rate, and the reader uses each as it comes. Parallel spans would share the link
+ * and fill the file's first part no sooner than its last, so that an apply could
+ * start on most chunks only when the fetch ends. The next plan request starts
+ * when the one in flight has less than a span to come (hiding the round trip
+ * between them), and small ranges, a partial reader's, still fly together. */
+static int pick(dcr__remote *rm, dcr__range *out, int *planned) {
+  *planned = 0;
   while (rm->queue_n) {
     dcr__range q = rm->queue[0];
-    if (missing(rm, q.offset, q.offset + q.length, out)) return 1;
+    if (missing(rm, q.offset, q.offset + q.length, SPAN_BYTES, out)) return 1;
     memmove(rm->queue, rm->queue + 1, --rm->queue_n * sizeof *rm->queue);
   }
-  if (rm->ahead.length && missing(rm, rm->ahead.offset, rm->ahead.offset + rm->ahead.length, out))
+  if (rm->ahead.length &&
+      missing(rm, rm->ahead.offset, rm->ahead.offset + rm->ahead.length, SPAN_BYTES, out))
     return 1;
+  uint64_t streaming = 0; /* the plan's bytes in flight, still to come */
+  for (unsigned k = 0; k < rm->inflight; k++)
+    if (rm->x[k].busy && rm->x[k].planned) streaming += rm->x[k].length - rm->x[k].received;
+  if (streaming >= SPAN_BYTES) return 0;
   for (; rm->plan_active && rm->plan_next < rm->plan_n; rm->plan_next++) {
     dcr__range p = rm->plan[rm->plan_next];
-    if (missing(rm, p.offset, p.offset + p.length, out)) return 1;
+    if (missing(rm, p.offset, p.offset + p.length, STREAM_BYTES, out)) return *planned = 1;
   }
   return 0;
 }
@@ -600,8 +621,8 @@ static void *fetcher(void *opaque) {
       if (x->busy) continue;
       if (!rm->known) { /* the one request that comes first */
         if (k) break;
-        x->first = 1;
-      } else if (!pick(rm, &r)) {
+        x->first = 1, x->planned = 0;
+      } else if (!pick(rm, &r, &x->planned)) {
         break;
       } else {
         x->offset = r.offset, x->length = r.length;
