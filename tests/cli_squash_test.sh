@@ -59,7 +59,7 @@ chain() {
 bundles() { local i; for ((i = 1; i <= $2; i++)); do printf '%s/b%d.dcr ' "$1" "$i"; done; }
 
 "$DCR" synth s0.st x.st --size 2M --seed 7 -q && "$DCR" synth other.st x.st --size 2M --seed 8 -q -f &&
-  chain xor xor 6 1.1 && chain delta delta 5 1.0 && chain c12 ulp 10 1.2 &&
+  chain xor xor 6 1.1 && chain delta delta 5 1.0 && chain c12 ulp 10 1.2 && chain c13 ulp 10 1.3 &&
   chain mixed mixed 5 1.1 ||
   { echo "not ok - setup: synth/encode failed"; exit 1; }
 
@@ -112,17 +112,22 @@ t_delta() {
 }
 tcase "ULP delta chain of 5 (1.0 bundles), no base: deltas add in key space" t_delta
 
-t_classed() {
-  run squash $(bundles c12 10) -o c12.dcr
+# $1: the chain's folder, $2 its format
+ranked_chain() {
+  run squash $(bundles "$1" 10) -o "$1.dcr"
   want_rc 2 "no base" && has e "DCR_E_ARGUMENT" "no base" && has e "needs the base" "no base" &&
-    has e "chunk " "no base" && absent c12.dcr "no base" || return
-  run squash $(bundles c12 10) -o c12.dcr --base c12/s0.st
-  want_rc 0 "--base" && check c12 10 c12.dcr "1.2 chain" base && threads c12 10 --base c12/s0.st || return
+    has e "chunk " "no base" && absent "$1.dcr" "no base" || return
+  run squash $(bundles "$1" 10) -o "$1.dcr" --base "$1/s0.st"
+  want_rc 0 "--base" && check "$1" 10 "$1.dcr" "$2 chain" base && threads "$1" 10 --base "$1/s0.st" || return
   # rebuilt and coded by the encoder's own coder: a direct encode, byte for byte
-  "$DCR" encode c12/s0.st c12/s10.st -o c12/direct.dcr --chunk-size 64K --meta step=10 -q -f
-  same_body c12.dcr c12/direct.dcr "with --base"
+  "$DCR" encode "$1/s0.st" "$1/s10.st" -o "$1/direct.dcr" --chunk-size 64K --meta step=10 \
+    --format "$2" -q -f
+  same_body "$1.dcr" "$1/direct.dcr" "with --base"
 }
+t_classed() { ranked_chain c12 1.2; }
 tcase "1.2 chain of 10 (DELTA_CLASSED): refused without --base, a direct encode's bytes with it" t_classed
+t_banded() { ranked_chain c13 1.3; }
+tcase "1.3 chain of 10 (DELTA_BANDED): refused without --base, a direct encode's bytes with it" t_banded
 
 t_mixed() {
   run squash $(bundles mixed 5) -o mixed.dcr --base mixed/s0.st
