@@ -200,6 +200,12 @@ tcase "origin: query string and userinfo never printed (success and 404)" t_quer
 # apply; a corrupt last chunk (mid-stream) and a wrong base refused with their
 # codes, the caller's arrays untouched (tests/http/stream_apply.py)
 t_stream() {
+  # a sanitized libdcr cannot be loaded into an uninstrumented Python (the ASan
+  # runtime must come first); the plain pass runs this
+  if ldd "$(dirname "$DCR")/libdcr.so.1" 2>/dev/null | grep -q libasan; then
+    note "skipped: libdcr is built with ASan"
+    return
+  fi
   PYTHONPATH=$HERE/../python DCR_LIBRARY=$(dirname "$DCR")/libdcr.so.1 "${TIMEOUT[@]}" "$PY" \
     "$HERE/http/stream_apply.py" base.st target.st step.dcr www "http://127.0.0.1:$OPORT" >stream.out 2>&1 ||
     fail "$(tail -5 stream.out)"
@@ -222,7 +228,10 @@ t_stream_order() {
   local reqs; reqs=$(awk '$2 == "/big.dcr" { n++ } END { print n + 0 }' ngx/origin/access.log)
   note "stream: a $size-byte bundle in $reqs requests, the largest response $most bytes"
   [ "$size" -gt $((8 << 20)) ] || fail "the 64 MiB pair's bundle has $size bytes, not more than 8 MiB"
-  [ "$most" -gt $((size - (1 << 20))) ] ||
+  # the next request starts before the current one ends (timing: a slow reader,
+  # under ASan, may split the stream once), so the test asks for more than half of
+  # the bundle in one response, where 4 MiB requests side by side gave at most 4 MiB
+  [ "$most" -gt $((size / 2)) ] ||
     fail "the largest response was $most bytes of a $size-byte bundle: its chunks are not one stream"
   rm -f od/big.st big0.st big1.st www/big.dcr
 }
