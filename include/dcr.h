@@ -543,6 +543,10 @@ typedef struct {
   int journal_discarded;   /* 1: a journal that could not be replayed was removed first,
                               the file being proven a whole state (dcr_journal_outcome) */
   int salvaged;            /* 1: a part-written file was finished (dcr_patch_set_salvage) */
+  uint64_t chunks_unchecked; /* dcr_patch_placed: changed chunks held in part and written
+                                without a check (no whole base to check them against) */
+  uint64_t chunks_not_held;  /* dcr_patch_placed: changed chunks of tensors given that no
+                                placement touches: neither decoded nor checked */
 } dcr_patch_stats;
 
 /* Fills the first `size` bytes of *stats (pass sizeof *stats), so that the struct
@@ -714,6 +718,77 @@ DCR_API void dcr_changes_set_base(dcr_changes *changes, dcr_resolve_fn resolve, 
  * reference for a caller's own kernel. A dense overwrite whose count of changed
  * elements is wrong for these bytes fails with DCR_E_ENCODING and changes nothing. */
 DCR_API int dcr_change_apply(const dcr_change *change, void *chunk, size_t length,
+                             dcr_detail *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Placement: patching the blocks of tensors that an inference engine holds  */
+/*
+ * A tensor-parallel rank of a serving engine holds blocks of the checkpoint's
+ * tensors, often several in one buffer (a fused qkv_proj holds the rank's rows of
+ * q, k and v one after another). dcr_patch_placed applies a bundle to such blocks
+ * where they are, without assembling whole tensors.
+ *
+ * The map. A tensor of shape [d0, d1, ..., dk] is viewed as a matrix of
+ * R = d0 rows and C = d1 * ... * dk columns (a scalar: 1 x 1); its element e, in
+ * the tensor's byte order, is at row e / C, column e % C. A placement holds the
+ * block of rows [row0, row0 + rows) and columns [col0, col0 + cols), and element
+ * (r, c) of the block is at
+ *     (uint8_t *)data + offset + (r - row0) * row_stride + (c - col0) * esize
+ * where esize is the target dtype's size in bytes. Column-parallel slices are
+ * row blocks (cols = C), row-parallel ones column blocks (rows = R). */
+typedef struct {
+  void *data;
+  uint64_t size;         /* bytes at data: every element of the block lies within */
+  uint64_t offset;       /* bytes from data to element (row0, col0) */
+  uint64_t row_stride;   /* bytes from one row of the block to the next, at least
+                            cols * esize when rows > 1 */
+  uint64_t row0, rows;   /* tensor rows held, rows >= 1 */
+  uint64_t col0, cols;   /* tensor columns held, in elements, cols >= 1 */
+  uint64_t reserved_[2]; /* 0 */
+} dcr_placement;
+
+/* Called once per selected manifest entry that has a target, in entry order,
+ * before anything is read or written: set *placements to `*count` placements of
+ * the tensor (the array valid until dcr_patch_placed returns), or *count to 0 when
+ * the caller holds none of it. Return 0; non-zero fails with DCR_E_ARGUMENT. The
+ * blocks of a tensor must not overlap, and the bytes placements span (from a
+ * block's first element to its last) must not overlap across all of them:
+ * DCR_E_ARGUMENT, naming the tensor, before anything is read. A tensor the bundle
+ * resizes (format 1.1) cannot be placed (DCR_E_ARGUMENT): apply it whole. */
+typedef int (*dcr_place_fn)(void *opaque, uint64_t entry, const dcr_tensor_info *tensor,
+                            const dcr_placement **placements, size_t *count);
+
+/* Whole base tensors for dcr_patch_placed, in host memory, only read
+ * (dcr_resolve_fn as dcr_changes_set_base takes it; a buffer of base.byte_length
+ * bytes, or data NULL for one the caller does not have): for example a node's one
+ * shared copy of the model that its ranks' slices come from. */
+DCR_API void dcr_patch_set_base(dcr_patch *patch, dcr_resolve_fn resolve, void *opaque);
+
+/* Applies the bundle to the blocks the caller holds, on threads: only the changed
+ * chunks that touch a held block are decoded, and only the held elements they
+ * change are written.
+ *
+ * What is checked, before anything is written (verify FULL and CHUNK; FULL checks
+ * what CHUNK does, since tensor hashes need whole tensors): every changed chunk
+ * whose base the caller can show whole, because its blocks hold the whole chunk
+ * or dcr_patch_set_base gives the tensor, must give the chunk's base_check (and
+ * the held elements must equal the whole base given), and its result target_check
+ * (SPEC.md §8.2). A chunk held only in part with no whole base given cannot be
+ * checked: its changes are written unchecked (stats: chunks_unchecked), and a
+ * chunk whose positions depend on the base (DELTA_BANDED, the default format 1.3,
+ * and DELTA_CLASSED, 1.2: SPEC.md §9.4, §9.5) cannot be decoded at all then:
+ * DCR_E_ARGUMENT, naming it, before anything is written. Give the whole base, or
+ * encode the bundle with format 1.1, for such slices. If every chunk checked is
+ * already its target, nothing is written (already_target); chunks that disagree
+ * (some base, some target) are DCR_E_BASE_MISMATCH. A bundle applied twice to
+ * slices none of whose chunks can be checked is applied twice: track the state
+ * (the bundle's target_state) where the check cannot see.
+ *
+ * DCR_VERIFY_NONE skips the checks, but a chunk whose positions depend on the base
+ * still checks its base_check (wrong positions are not written). Memory: a chunk's
+ * bytes per thread and the changes the check keeps for the patch, within the
+ * reader's max_memory. */
+DCR_API int dcr_patch_placed(dcr_patch *patch, dcr_place_fn place, void *opaque,
                              dcr_detail *detail);
 
 /* ------------------------------------------------------------------------ */

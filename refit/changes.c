@@ -61,9 +61,11 @@ void dcr_changes_free(dcr_changes *it) {
 }
 
 /* The chunk's base bytes (SPEC.md §9.4: the zero base where §8.1 says so, the
- * resized base of §6.5), from the caller's base tensor, checked against base_check. */
-static int chunk_base(dcr_changes *it, const dcr__chunk *c, size_t bytes, const uint8_t **out,
-                      dcr_detail *d) {
+ * resized base of §6.5), from the caller's base tensor, checked against base_check;
+ * or `given`, the chunk's base bytes that a caller has checked. */
+static int chunk_base(dcr_changes *it, const dcr__chunk *c, size_t bytes, const uint8_t *given,
+                      const uint8_t **out, dcr_detail *d) {
+  if (given) return *out = given, DCR_OK;
   const dcr_reader *r = it->r;
   const dcr__entry *e = &r->man.entries[c->tensor];
   uint64_t at = (uint64_t)c->chunk * r->man.chunk_size;
@@ -106,10 +108,10 @@ static int chunk_base(dcr_changes *it, const dcr__chunk *c, size_t bytes, const 
 /* A DELTA_CLASSED chunk's positions, found by walking its base, and its values,
  * reordered from class order into theirs. */
 static int classed_positions(dcr_changes *it, const dcr__chunk *c, const uint8_t *planes,
-                             size_t n, dcr_detail *d) {
+                             size_t n, const uint8_t *given, dcr_detail *d) {
   unsigned esize = dcr_dtype_size(it->r->man.entries[c->tensor].target.dtype);
   const uint8_t *base = NULL;
-  int rc = chunk_base(it, c, n * esize, &base, d);
+  int rc = chunk_base(it, c, n * esize, given, &base, d);
   if (rc) return rc;
   if (c->count > it->pos_capacity) {
     uint32_t *grown = realloc(it->pos, c->count * sizeof *it->pos);
@@ -121,13 +123,10 @@ static int classed_positions(dcr_changes *it, const dcr__chunk *c, const uint8_t
   return dcr__classed_end(it->dec.cls, d);
 }
 
-int dcr_changes_next(dcr_changes *it, const dcr_change **out, dcr_detail *d) {
-  if (d) dcr__detail_init(d);
-  *out = NULL;
+int dcr__changes_chunk(dcr_changes *it, uint64_t record, const uint8_t *base,
+                       const dcr_change **out, dcr_detail *d) {
   const dcr_reader *r = it->r;
-  while (it->next < r->chunk_count && !dcr__selected(r, r->chunks[it->next].tensor)) it->next++;
-  if (it->next >= r->chunk_count) return DCR_OK;
-  const dcr__chunk *c = &r->chunks[it->next];
+  const dcr__chunk *c = &r->chunks[record];
   const dcr__entry *e = &r->man.entries[c->tensor];
   unsigned esize = dcr_dtype_size(e->target.dtype);
   size_t bytes = dcr__chunk_bytes(&r->man, e, c->chunk), n = bytes / esize;
@@ -137,7 +136,7 @@ int dcr_changes_next(dcr_changes *it, const dcr_change **out, dcr_detail *d) {
   size_t length = (size_t)c->payload_length - DCR__RECORD_SIZE;
   int classed = dcr__enc_ranked(c->encoding);
   if (!rc) rc = dcr__chunk_streams(&it->dec, c, data, length, e->target.dtype, n, &planes, d);
-  if (!rc) rc = classed ? classed_positions(it, c, planes, n, d)
+  if (!rc) rc = classed ? classed_positions(it, c, planes, n, base, d)
                         : dcr__apply_streams(&it->dec, c, planes, e->target.dtype, n, NULL, d);
   if (rc) {
     dcr__detail_at(d, "CHNK", c->offset);
@@ -156,13 +155,22 @@ int dcr_changes_next(dcr_changes *it, const dcr_change **out, dcr_detail *d) {
                             .positions = classed ? it->pos : sparse ? it->dec.pos : NULL,
                             .values = it->values, .base_check = c->base_check,
                             .target_check = c->target_check};
-  it->next++;
   *out = &it->change;
   return DCR_OK;
 }
 
-/* One element (§9.1); a zero XOR or delta changes nothing. */
-static void apply_one(int op, uint8_t *elem, const uint8_t *v, unsigned esize) {
+int dcr_changes_next(dcr_changes *it, const dcr_change **out, dcr_detail *d) {
+  if (d) dcr__detail_init(d);
+  *out = NULL;
+  const dcr_reader *r = it->r;
+  while (it->next < r->chunk_count && !dcr__selected(r, r->chunks[it->next].tensor)) it->next++;
+  if (it->next >= r->chunk_count) return DCR_OK;
+  int rc = dcr__changes_chunk(it, it->next, NULL, out, d);
+  if (!rc) it->next++;
+  return rc;
+}
+
+void dcr__apply_one(int op, uint8_t *elem, const uint8_t *v, unsigned esize) {
   if (op == DCR_OP_XOR)
     for (unsigned b = 0; b < esize; b++) elem[b] ^= v[b];
   else if (op == DCR_OP_OVERWRITE)
@@ -186,13 +194,13 @@ int dcr_change_apply(const dcr_change *c, void *chunk, size_t length, dcr_detail
       if (c->positions[i] >= n || (i && c->positions[i] <= c->positions[i - 1]))
         return dcr__fail(d, DCR_E_POSITION, "position %u out of order or range", c->positions[i]);
     for (size_t i = 0; i < c->count; i++)
-      apply_one(c->op, p + (size_t)c->positions[i] * esize, v + i * esize, esize);
+      dcr__apply_one(c->op, p + (size_t)c->positions[i] * esize, v + i * esize, esize);
     return DCR_OK;
   }
   /* A dense overwrite's count says how many elements it changes (R-ENC-3). */
   if (c->op == DCR_OP_OVERWRITE && dcr__count_changed(p, v, n, esize) != c->count)
     return dcr__fail(d, DCR_E_ENCODING, "overwrite changes %zu elements; count says %u",
                      dcr__count_changed(p, v, n, esize), c->count);
-  for (size_t i = 0; i < n; i++) apply_one(c->op, p + i * esize, v + i * esize, esize);
+  for (size_t i = 0; i < n; i++) dcr__apply_one(c->op, p + i * esize, v + i * esize, esize);
   return DCR_OK;
 }

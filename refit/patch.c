@@ -47,6 +47,11 @@ void dcr_patch_set_sync(dcr_patch *p, int sync) { p->sync = sync != 0; }
 
 void dcr_patch_set_salvage(dcr_patch *p, int salvage) { p->salvage = salvage != 0; }
 
+void dcr_patch_set_base(dcr_patch *p, dcr_resolve_fn resolve, void *opaque) {
+  p->whole_base = resolve;
+  p->whole_base_opaque = opaque;
+}
+
 void dcr_patch_stats_get(const dcr_patch *p, dcr_patch_stats *stats, size_t size) {
   memcpy(stats, &p->stats, size < sizeof p->stats ? size : sizeof p->stats);
 }

@@ -7,6 +7,7 @@
  *              the fault injection the crash tests drive)
  *   memory.c   dcr_patch_memory: caller buffers, patched on threads
  *   changes.c  dcr_changes: decoded changes for memory the library cannot touch
+ *   place.c    dcr_patch_placed: the blocks of tensors an engine holds (placements)
  *   journal.c  the apply journal (§18): writing, reading, replaying, recovering
  *   inplace.c  dcr_patch_file: in-place file apply through the journal
  *   inplace_dir.c  dcr_patch_file on a directory (a set): member files changed
@@ -41,6 +42,8 @@ struct dcr_patch {
   int salvage; /* dcr_patch_set_salvage */
   dcr_patch_stats stats;
   dcr__faults *faults; /* NULL but in tests */
+  dcr_resolve_fn whole_base; /* dcr_patch_set_base: whole base tensors, for placements */
+  void *whole_base_opaque;
 };
 
 /* DCR_VERIFY_NONE's one look at the input (SPEC.md §10.3): the first changed chunk
@@ -54,6 +57,17 @@ DCR_HIDDEN int dcr__probe(const dcr_reader *r, const dcr__chunk *c, const uint8_
 
 /* Test hook: faults for every later write and fsync of this patch (NULL: none). */
 DCR_HIDDEN void dcr__patch_set_faults(dcr_patch *p, dcr__faults *faults);
+
+/* ---- changes.c */
+/* Decodes chunk record `record` into *out (valid until the iterator's next use), as
+ * dcr_changes_next does. base: the chunk's base bytes, already checked against its
+ * base_check by the caller, for an encoding whose positions depend on them (NULL:
+ * they come from the iterator's base resolver and are checked here). */
+DCR_HIDDEN int dcr__changes_chunk(dcr_changes *it, uint64_t record, const uint8_t *base,
+                                  const dcr_change **out, dcr_detail *d);
+/* One element changed by value v (dcr_op, SPEC.md §9.1); a zero XOR or delta
+ * changes nothing. */
+DCR_HIDDEN void dcr__apply_one(int op, uint8_t *elem, const uint8_t *v, unsigned esize);
 
 /* ---- the write path: every byte and fsync of an in-place apply goes through
  * these, so that tests can fail or tear any of them. `faults` may be NULL. */

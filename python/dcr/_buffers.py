@@ -55,6 +55,8 @@ class Region:
     keep: Any
     dtype: Optional[str] = None  # safetensors dtype name, where known
     shape: Optional[Tuple[int, ...]] = None
+    strides: Optional[Tuple[int, ...]] = None  # in bytes; None: C-contiguous
+    itemsize: int = 1
 
 
 class _DLDevice(ctypes.Structure):
@@ -103,10 +105,10 @@ def _numpy_dtype_name(dt: np.dtype) -> Optional[str]:
     return _NUMPY_DTYPES.get(dt.name)
 
 
-def _from_ndarray(a: np.ndarray, what: str) -> Region:
+def _from_ndarray(a: np.ndarray, what: str, strided: bool = False) -> Region:
     if a.dtype.itemsize > 1 and a.dtype.byteorder == ">":
         raise argument_error(f"{what} is a big-endian array ({a.dtype}): tensors are little-endian", what_name(what))
-    if not a.flags.c_contiguous:
+    if not strided and not a.flags.c_contiguous:
         raise argument_error(
             f"{what} is not C-contiguous (strides {a.strides} for shape {a.shape}): "
             "the library patches whole chunks of its bytes in place; pass "
@@ -120,6 +122,8 @@ def _from_ndarray(a: np.ndarray, what: str) -> Region:
         keep=a,
         dtype=_numpy_dtype_name(a.dtype),
         shape=tuple(a.shape),
+        strides=tuple(a.strides),
+        itemsize=a.dtype.itemsize,
     )
 
 
@@ -130,15 +134,15 @@ def what_name(what: str) -> Optional[str]:
     return None
 
 
-def _from_array_interface(obj: Any, ai: dict, what: str) -> Region:
+def _from_array_interface(obj: Any, ai: dict, what: str, strided: bool = False) -> Region:
     data = ai.get("data")
     if not isinstance(data, tuple):
         # data is a buffer object (or None: the object's own buffer): let numpy read it
-        return _from_ndarray(np.asarray(obj), what)
+        return _from_ndarray(np.asarray(obj), what, strided)
     shape = tuple(int(n) for n in ai["shape"])
     dt = np.dtype(ai["typestr"])
     strides = ai.get("strides")
-    if not _contiguous(shape, None if strides is None else tuple(strides), dt.itemsize):
+    if not strided and not _contiguous(shape, None if strides is None else tuple(strides), dt.itemsize):
         raise argument_error(
             f"{what} is not C-contiguous (strides {tuple(strides)} for shape {shape}): "
             "the library patches whole chunks of its bytes in place",
@@ -147,10 +151,11 @@ def _from_array_interface(obj: Any, ai: dict, what: str) -> Region:
     if dt.itemsize > 1 and dt.byteorder == ">":
         raise argument_error(f"{what} is big-endian ({ai['typestr']}): tensors are little-endian", what_name(what))
     n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize if shape else dt.itemsize
-    return Region(int(data[0] or 0), n, not data[1], obj, _numpy_dtype_name(dt), shape)
+    return Region(int(data[0] or 0), n, not data[1], obj, _numpy_dtype_name(dt), shape,
+                  None if strides is None else tuple(int(x) for x in strides), dt.itemsize)
 
 
-def _from_dlpack(obj: Any, what: str) -> Region:
+def _from_dlpack(obj: Any, what: str, strided: bool = False) -> Region:
     dev = getattr(obj, "__dlpack_device__", None)
     if dev is not None:
         device_type = int(dev()[0])
@@ -180,9 +185,10 @@ def _from_dlpack(obj: Any, what: str) -> Region:
     count = 1
     for n in shape:
         count *= n
+    strides = None
     if bits % 8 == 0:
         strides = tuple(int(t.strides[i]) * bits // 8 for i in range(t.ndim)) if t.strides else None
-        if not _contiguous(shape, strides, bits // 8):
+        if not strided and not _contiguous(shape, strides, bits // 8):
             raise argument_error(
                 f"{what} is not contiguous (strides {tuple(s * 8 // bits for s in strides or ())} "
                 f"for shape {shape}): the library patches whole chunks of its bytes in place; "
@@ -192,10 +198,11 @@ def _from_dlpack(obj: Any, what: str) -> Region:
     dtype = _DLPACK_DTYPES.get((t.dtype.code, t.dtype.bits)) if t.dtype.lanes == 1 else None
     # Legacy DLPack has no read-only flag: a producer that exports memory is taken
     # at its word that it may be written (torch and JAX CPU arrays may be).
-    return Region(int(t.data or 0) + int(t.byte_offset), (count * bits + 7) // 8, True, (obj, capsule), dtype, shape)
+    return Region(int(t.data or 0) + int(t.byte_offset), (count * bits + 7) // 8, True, (obj, capsule), dtype, shape,
+                  strides, max(bits // 8, 1))
 
 
-def _from_buffer(obj: Any, what: str) -> Region:
+def _from_buffer(obj: Any, what: str, strided: bool = False) -> Region:
     try:
         mv = memoryview(obj)
     except TypeError:
@@ -204,7 +211,7 @@ def _from_buffer(obj: Any, what: str) -> Region:
             "tensor (DLPack), or an object with __array_interface__ or the buffer protocol",
             what_name(what),
         ) from None
-    if not mv.c_contiguous:
+    if not mv.c_contiguous:  # strided or not: a strided buffer's first byte is not at hand
         raise argument_error(f"{what} is a buffer that is not C-contiguous", what_name(what))
     a = np.frombuffer(mv, dtype=np.uint8) if mv.nbytes else np.empty(0, np.uint8)
     dtype = None
@@ -212,16 +219,18 @@ def _from_buffer(obj: Any, what: str) -> Region:
         dtype = _numpy_dtype_name(np.asarray(mv).dtype)
     except (TypeError, ValueError):
         pass
-    return Region(a.__array_interface__["data"][0], mv.nbytes, not mv.readonly, (mv, a), dtype, tuple(mv.shape))
+    return Region(a.__array_interface__["data"][0], mv.nbytes, not mv.readonly, (mv, a), dtype, tuple(mv.shape),
+                  tuple(mv.strides), mv.itemsize)
 
 
-def region(obj: Any, what: str) -> Region:
-    """The bytes of obj, which must be C-contiguous CPU memory."""
+def region(obj: Any, what: str, strided: bool = False) -> Region:
+    """The bytes of obj, which must be CPU memory, C-contiguous unless ``strided``
+    (then ``strides`` says where its elements are, from ``address``: the first)."""
     if isinstance(obj, np.ndarray):
-        return _from_ndarray(obj, what)
+        return _from_ndarray(obj, what, strided)
     ai = getattr(obj, "__array_interface__", None)
     if isinstance(ai, dict):
-        return _from_array_interface(obj, ai, what)
+        return _from_array_interface(obj, ai, what, strided)
     if hasattr(obj, "__dlpack__"):
-        return _from_dlpack(obj, what)
-    return _from_buffer(obj, what)
+        return _from_dlpack(obj, what, strided)
+    return _from_buffer(obj, what, strided)

@@ -18,6 +18,7 @@ from ._closing import _Closing
 from ._checkpoint import reader_limits
 from ._errors import Detail, Error, argument_error, check, error_name
 from ._http import http_options, is_url
+from ._placement import apply_placed, placed
 from ._signing import Keys, SignatureResult, trusted, verify_reader
 
 L = _lib.lib
@@ -240,6 +241,8 @@ class PatchStats:
     journal_discarded: bool = False  # in place: a journal that could not be replayed was
     # removed, the file being proven its base or target (SPEC.md §18.4, R-JNL-4)
     salvaged: bool = False  # in place: a part-written file was finished (salvage=True)
+    chunks_unchecked: int = 0  # apply_to with places: chunks held in part, written unchecked
+    chunks_not_held: int = 0  # apply_to with places: changed chunks no place touches
 
 
 class Cancel:
@@ -738,7 +741,8 @@ class Bundle(_Closing):
         L.dcr_patch_stats_get(p, ctypes.byref(s), ctypes.sizeof(s))
         return PatchStats(bool(s.already_target), bool(s.recovered), s.chunks_patched, s.bytes_checked,
                           s.bytes_written, s.journal_bytes, **names,
-                          journal_discarded=bool(s.journal_discarded), salvaged=bool(s.salvaged))
+                          journal_discarded=bool(s.journal_discarded), salvaged=bool(s.salvaged),
+                          chunks_unchecked=s.chunks_unchecked, chunks_not_held=s.chunks_not_held)
 
     def apply_in_place(
         self,
@@ -795,6 +799,7 @@ class Bundle(_Closing):
         threads: Optional[int] = None,
         progress: Optional[Progress] = None,
         cancel: Optional[Cancel] = None,
+        base: Optional[Mapping[str, Any]] = None,
     ) -> PatchStats:
         """Patches the caller's tensors, held in memory, into the bundle's target,
         in place, on threads, with the GIL released (other Python threads run).
@@ -839,7 +844,32 @@ class Bundle(_Closing):
         a tensor (whose old bytes are then not read unless a removed one is still
         in ``tensors``), so no separate :func:`dcr.state_id` pass is needed. The
         raw members skipped are not checked.
+
+        **Slices and fused parameters** (a tensor-parallel rank of a serving
+        engine): a value may be a :class:`dcr.Place`, or a list of them, instead of
+        a whole array: the block of the tensor a buffer holds and where (a fused
+        ``qkv_proj`` buffer is given once per tensor it stacks, at its rows). Only
+        the changed chunks that touch a held block are decoded and only held
+        elements written; tensors not in ``tensors`` are not held. Checks (under
+        "full" and "chunk" alike: tensor hashes need whole tensors): each changed
+        chunk whose base the caller can show whole, because its blocks hold all
+        of it or ``base`` gives the whole base tensor (host arrays, only read: a
+        node's shared copy), must give its base and target checks before anything
+        is written; a chunk held only in part with no ``base`` is written
+        unchecked (``stats.chunks_unchecked``), and one of the default format
+        (1.3) or 1.2, whose positions depend on the whole chunk's base, cannot be
+        decoded then: :class:`dcr.Error` before anything is written, unless
+        ``base`` has the tensor or the bundle was encoded with ``format="1.1"``.
+        Tensors the bundle adds are written into their places; resized ones
+        cannot be placed.
         """
+        if base is not None or placed(tensors):
+            with self._lock:
+                p = apply_placed(self, tensors, verify, threads, _Callbacks(progress, cancel), base)
+                try:
+                    return self._stats(p)
+                finally:
+                    L.dcr_patch_free(p)
         level = _verify_level(verify)
         with self._lock:
             entries = self.tensors

@@ -254,6 +254,24 @@ class PatchStatsC(Structure):
         ("journal_bytes", c_uint64),
         ("journal_discarded", c_int),
         ("salvaged", c_int),
+        ("chunks_unchecked", c_uint64),
+        ("chunks_not_held", c_uint64),
+    ]
+
+
+class PlacementC(Structure):
+    """dcr_placement."""
+
+    _fields_ = [
+        ("data", c_void_p),
+        ("size", c_uint64),
+        ("offset", c_uint64),
+        ("row_stride", c_uint64),
+        ("row0", c_uint64),
+        ("rows", c_uint64),
+        ("col0", c_uint64),
+        ("cols", c_uint64),
+        ("reserved_", c_uint64 * 2),
     ]
 
 
@@ -441,6 +459,7 @@ STRUCTS = {
     "dcr_apply_options": ApplyOptions,
     "dcr_patch_stats": PatchStatsC,
     "dcr_buffer": BufferC,
+    "dcr_placement": PlacementC,
     "dcr_change": ChangeC,
     "dcr_checkpoint_summary": CheckpointSummaryC,
     "dcr_history_options": HistoryOptions,
@@ -454,6 +473,8 @@ STRUCTS = {
 }
 
 RESOLVE_FN = CFUNCTYPE(c_int, c_void_p, c_uint64, POINTER(TensorInfoC), POINTER(BufferC))
+PLACE_FN = CFUNCTYPE(c_int, c_void_p, c_uint64, POINTER(TensorInfoC), POINTER(POINTER(PlacementC)),
+                     POINTER(c_size_t))
 PROBLEM_FN = CFUNCTYPE(c_int, c_void_p, POINTER(Detail))
 
 # ---- loading -----------------------------------------------------------------------
@@ -548,6 +569,8 @@ _F = [
     ("dcr_patch_set_salvage", None, [c_void_p, c_int]),
     ("dcr_patch_stats_get", None, [c_void_p, POINTER(PatchStatsC), c_size_t]),
     ("dcr_patch_memory", c_int, [c_void_p, RESOLVE_FN, c_void_p, POINTER(Detail)]),
+    ("dcr_patch_placed", c_int, [c_void_p, PLACE_FN, c_void_p, POINTER(Detail)]),
+    ("dcr_patch_set_base", None, [c_void_p, RESOLVE_FN, c_void_p]),
     ("dcr_patch_file", c_int, [c_void_p, c_char_p, POINTER(Detail)]),
     ("dcr_journal_recover", c_int, [c_char_p, c_int, POINTER(c_int), POINTER(Detail)]),
     ("dcr_changes_open", c_int, [POINTER(c_void_p), c_void_p, POINTER(Detail)]),
