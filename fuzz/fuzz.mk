@@ -8,7 +8,7 @@
 #   build-fuzz-cmplog     the same without sanitizers, AFL_LLVM_CMPLOG=1, for afl-fuzz -c
 #   build-fuzz-libfuzzer  clang -fsanitize=fuzzer,address,undefined
 
-FUZZ_NAMES := manifest index chunk banded validate apply roundtrip journal set history append sign http
+FUZZ_NAMES := manifest index chunk banded validate apply roundtrip journal set history append sign http place
 FUZZ_DEFINE := -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SECONDS ?= 60

@@ -809,6 +809,28 @@ static void banded_seeds(void) {
   }
 }
 
+/* fuzz_place: the rows and columns of a 41 x 81 tensor w and a 101-element n held
+ * in blocks: row and column slices, one bundle per format; blocks that overlap
+ * and blocks outside the tensor. */
+static void place_seeds(void) {
+  static const uint8_t seeds[][5 + 3 * 7] = {
+      {0x00, 40, 80, 100, 10, 0, 0, 20, 0, 81, 0, 0, 0, 20, 21, 0, 40, 1, 2, 1, 0, 50, 0, 1, 0, 0},
+      {0x05, 40, 80, 100, 10, 0, 0, 20, 0, 81, 0, 0, 0, 20, 21, 0, 40, 1, 2, 1, 0, 50, 0, 1, 0, 0},
+      {0x11, 40, 80, 100, 30, 0, 0, 41, 40, 41, 3, 1, 1, 50, 51, 0, 1, 0, 0},
+      {0x00, 40, 80, 100, 10, 0, 0, 20, 0, 81, 0, 0, 0, 10, 20, 0, 10, 0, 0},
+      {0x00, 40, 80, 100, 10, 0, 40, 5, 0, 81, 0, 0},
+      {0x4a, 40, 80, 100, 60, 0, 0, 41, 40, 41, 3, 1},
+  };
+  for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+    char file[32];
+    size_t n = sizeof seeds[i];
+    while (n > 5 && !seeds[i][n - 1]) n--;
+    n = 5 + (n - 5 + 6) / 7 * 7; /* whole blocks */
+    snprintf(file, sizeof file, "seed%zu", i);
+    save("place", file, seeds[i], n);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) root = argv[1];
   if (mkdir(root, 0777) && errno != EEXIST) perror(root), exit(1);
@@ -897,6 +919,7 @@ int main(int argc, char **argv) {
     snprintf(file, sizeof file, "seed%zu", i);
     save("roundtrip", file, rt_seeds[i], n);
   }
+  place_seeds();
   journals();
   set_seeds();
   history_seeds(&base);

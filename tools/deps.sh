@@ -22,6 +22,8 @@ command -v python3 >/dev/null 2>&1 || need="$need python3"
 # make python-test: the Python package's tests run with Debian's python3 and its packages
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need="$need python3-numpy"
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need="$need python3-pytest"
+# python/tests/test_placement.py: placements over torch tensors (BF16 state_dicts, TP slices)
+/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need="$need python3-torch"
 command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-check hashes
 command -v zstd >/dev/null 2>&1 || need="$need zstd"   # tools/spec_example.py decompresses frames
 command -v groff >/dev/null 2>&1 || need="$need groff-base"   # tests/readme_test.sh renders doc/dcr.1

@@ -67,6 +67,7 @@ from ._checkpoint import opened_checkpoint, reader_limits
 from ._encoding import EncodeStats, max_minor
 from ._squash import squash
 from ._placement import Place
+from ._scatter import scatter
 from ._signing import Keyring, SignatureResult, keygen, sign
 from . import history
 from ._safetensors import TensorData, Tensors, load_checkpoint, load_safetensors, memory_file, save_safetensors
@@ -76,7 +77,7 @@ __all__ = [
     "default_threads",
     "encode", "encode_bytes", "encode_tensors", "squash", "history", "keygen", "sign", "Keyring",
     "SignatureResult", "SignatureError", "state_id", "validate", "save_safetensors", "load_safetensors", "load_checkpoint",
-    "Bundle", "Place", "BundleInfo", "TensorInfo", "TensorSide", "ChunkInfo", "SectionInfo", "MemberInfo",
+    "Bundle", "Place", "scatter", "BundleInfo", "TensorInfo", "TensorSide", "ChunkInfo", "SectionInfo", "MemberInfo",
     "Problem", "PatchStats", "EncodeStats", "Change", "Changes", "Cancel", "TensorData", "Tensors",
     "Error", "Detail", "ArgumentError", "FormatError", "BaseMismatchError", "TargetMismatchError",
     "CheckpointError", "Cancelled", "IOFailure", "OutOfMemory", "FetchError", "ChangedError",

@@ -224,3 +224,37 @@ def test_torch_rank_with_fused_parameters(tmp_path: Any, fmt: Any) -> None:
     b.apply_to(worker.places(), base=whole)
     want = Rank(target, 0, 2, new=to_torch)
     assert same(worker, want)
+
+
+@pytest.mark.parametrize("fmt", ["1.1", None])
+def test_torch_scatter_of_changes_into_places(tmp_path: Any, fmt: Any) -> None:
+    """The device path: changes() scattered by dcr.scatter with torch index
+    operations (CUDA tensors where a GPU exists; CPU tensors here)."""
+    base, target = model()
+    b = bundle(tmp_path, base, target, chunk_size=4096, **({"format": fmt} if fmt else {}))
+    worker = Rank(base, 1, 2, new=to_torch)
+    places = worker.places()
+    places["norm"] = dcr.Place(worker.norm)
+    shapes = {t.name: t.target.shape for t in b.tensors}
+    held = 0
+    for ch in b.changes(base=base):
+        held += dcr.scatter(ch, places[ch.name], shapes[ch.name])
+    assert held > 0
+    assert same(worker, Rank(target, 1, 2, new=to_torch))
+
+
+@pytest.mark.parametrize("dtype, esize", [("F32", 4), ("I64", 8), ("U8", 1)])
+def test_torch_scatter_every_element_size(tmp_path: Any, dtype: str, esize: int) -> None:
+    rng = np.random.default_rng(11)
+    np_dtype = {1: np.uint8, 4: np.uint32, 8: np.uint64}[esize]
+    a = rng.integers(0, 1 << (8 * esize - 2), size=(24, 40), dtype=np.uint64).astype(np_dtype)
+    t = a.copy()
+    m = rng.random(a.shape) < 0.1
+    t[m] += np.array(1, np_dtype)  # one unit: the delta encodings
+    t[0, :3] = np.array([0, (1 << (8 * esize)) - 1, 5], dtype=np.uint64).astype(np_dtype)  # wrap-arounds
+    out = tmp_path / f"e{esize}.dcr"
+    dcr.encode_tensors({"w": a}, {"w": t}, out, base_dtypes={"w": dtype}, target_dtypes={"w": dtype}, format="1.1")
+    held = torch.from_numpy(a[:, 10:30].copy().view({1: np.int8, 4: np.int32, 8: np.int64}[esize]))
+    for ch in dcr.Bundle(out).changes():
+        dcr.scatter(ch, dcr.Place(held, cols=(10, 30)), (24, 40))
+    assert np.array_equal(held.numpy().view(np_dtype), t[:, 10:30])
