@@ -121,44 +121,85 @@ static void dense_run(void *ctx, uint64_t at, uint64_t count, uint8_t *mem) {
   for (uint64_t i = 0; i < count; i++) dcr__apply_one(c->op, mem + i * es, v + i * es, es);
 }
 
+/* Sparse changes at element positions of `chunk`: the codec's scatter (which
+ * prefetches ahead of its cache misses) for XOR and delta. */
+static void apply_sparse(uint8_t *chunk, const dcr_change *c) {
+  unsigned es = c->element_size;
+  const uint8_t *v = c->values;
+  if (c->op != DCR_OP_OVERWRITE) {
+    dcr__scatter_packed(chunk, c->positions, v, c->count, es, c->op);
+    return;
+  }
+  for (uint32_t i = 0; i < c->count; i++)
+    memcpy(chunk + (size_t)c->positions[i] * es, v + (size_t)i * es, es);
+}
+
+static int holds(const dcr_placement *pl, uint64_t r, uint64_t col) {
+  return r >= pl->row0 && r - pl->row0 < pl->rows && col >= pl->col0 && col - pl->col0 < pl->cols;
+}
+
+/* Where the elements [first, first + n) lie as in the tensor, back to back, in one
+ * block of whole rows: their first one; else NULL. */
+static uint8_t *in_one_block(const held *h, uint64_t first, uint64_t n) {
+  uint64_t C = h->cols;
+  for (size_t k = 0; k < h->n; k++) {
+    const dcr_placement *pl = &h->p[k];
+    if (pl->cols == C && pl->row_stride == C * h->esize && first / C >= pl->row0 &&
+        (first + n - 1) / C - pl->row0 < pl->rows)
+      return element(pl, h->esize, first / C, first % C);
+  }
+  return NULL;
+}
+
 /* Writes a chunk's changes into the blocks that hold their elements. */
 static void scatter(const held *h, uint64_t first, const dcr_change *c) {
+  uint64_t n = c->length / c->element_size, C = h->cols;
+  uint8_t *at;
   if (!c->positions) {
     dense_ctx x = {c};
-    held_runs(h, first, c->length / c->element_size, dense_run, &x);
+    held_runs(h, first, n, dense_run, &x);
+    return;
+  }
+  if ((at = in_one_block(h, first, n))) {
+    apply_sparse(at, c);
     return;
   }
   const uint8_t *v = c->values;
-  const dcr_placement *pl = h->n ? &h->p[0] : NULL;
+  const dcr_placement *pl = NULL;
+  uint64_t r = first / C, start = r * C; /* the row of the last change, and its first element */
   for (uint32_t i = 0; i < c->count; i++) {
-    uint64_t e = first + c->positions[i], r = e / h->cols, col = e % h->cols;
-    if (r < pl->row0 || r - pl->row0 >= pl->rows || col < pl->col0 ||
-        col - pl->col0 >= pl->cols) {
+    uint64_t e = first + c->positions[i];
+    if (e - start >= C) { /* a later row: changes are close, so seldom a division */
+      if (e - start < 4 * C) {
+        do r++, start += C;
+        while (e - start >= C);
+      } else {
+        r = e / C, start = r * C;
+      }
+    }
+    uint64_t col = e - start;
+    if (!pl || !holds(pl, r, col)) {
       pl = NULL;
-      for (size_t k = 0; k < h->n && !pl; k++) {
-        const dcr_placement *q = &h->p[k];
-        if (r >= q->row0 && r - q->row0 < q->rows && col >= q->col0 && col - q->col0 < q->cols)
-          pl = q;
-      }
-      if (!pl) { /* not held: the next change is looked up afresh */
-        pl = &h->p[0];
-        continue;
-      }
+      for (size_t k = 0; k < h->n && !pl; k++)
+        if (holds(&h->p[k], r, col)) pl = &h->p[k];
+      if (!pl) continue; /* not held */
     }
     dcr__apply_one(c->op, element(pl, h->esize, r, col), v + (size_t)i * h->esize, h->esize);
   }
 }
 
-/* The chunk's base bytes into `base`: from the whole base tensor given, or gathered
- * from the blocks (which hold all of it), or zeros for a tensor coded against
- * zeros. *held_differs: the blocks' bytes differ from the whole base given. */
-static void chunk_base(const placer *pt, const dcr__chunk *c, uint8_t *base, size_t bytes,
-                       int *held_differs) {
+/* The chunk's base bytes: the caller's where the chunk lies in one block; else
+ * into `base`, from the whole base tensor given, or gathered from the blocks (which
+ * hold all of it), or zeros for a tensor coded against zeros. *held_differs: the
+ * blocks' bytes differ from the whole base given. */
+static const uint8_t *chunk_base(const placer *pt, const dcr__chunk *c, uint8_t *base,
+                                 size_t bytes, int *held_differs) {
   const dcr_reader *r = pt->p->r;
   const dcr__entry *e = &r->man.entries[c->tensor];
   const held *h = &pt->h[c->tensor];
   uint64_t at = (uint64_t)c->chunk * r->man.chunk_size, first = at / h->esize;
   copy_ctx x = {base, h->esize, 0};
+  const uint8_t *mine;
   *held_differs = 0;
   if (!dcr__entry_delta_coded(e)) {
     memset(base, 0, bytes);
@@ -166,9 +207,33 @@ static void chunk_base(const placer *pt, const dcr__chunk *c, uint8_t *base, siz
     memcpy(base, h->whole + at, bytes);
     held_runs(h, first, bytes / h->esize, compare_run, &x);
     *held_differs = x.differs;
+  } else if ((mine = in_one_block(h, first, bytes / h->esize))) {
+    return mine;
   } else {
     held_runs(h, first, bytes / h->esize, gather_run, &x);
   }
+  return base;
+}
+
+/* The digests (§7) of a chunk's base and of its target, the base with a sparse
+ * change applied, made a piece at a time in `piece` (DCR__PIECE bytes, in cache),
+ * so that the base is read once: into `before` and `after`. */
+static void both_checks(const uint8_t *base, size_t bytes, const dcr_change *c, uint8_t *piece,
+                        uint8_t *before, uint8_t *after, uint64_t *base_check,
+                        uint64_t *target_check) {
+  unsigned es = c->element_size;
+  const uint8_t *v = c->values;
+  size_t count = DCR__PIECES(bytes), i = 0;
+  for (size_t k = 0; k < count; k++) {
+    size_t at = k * DCR__PIECE, len = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
+    dcr__pieces(base + at, len, before + 16 * k);
+    memcpy(piece, base + at, len);
+    for (; i < c->count && (size_t)c->positions[i] * es < at + len; i++)
+      dcr__apply_one(c->op, piece + (size_t)c->positions[i] * es - at, v + i * es, es);
+    dcr__pieces(piece, len, after + 16 * k);
+  }
+  *base_check = dcr__pieces_check(before, count);
+  *target_check = dcr__pieces_check(after, count);
 }
 
 /* Room for a chunk's changes until the patch, while the budget allows. */
@@ -216,28 +281,43 @@ static int check_chunk(placer *pt, size_t j, unsigned w, dcr_detail *d) {
     keep(pt, j, ch);
     return DCR_OK;
   }
-  uint8_t *base = pt->base[w];
   int differs, checked = p->verify != DCR_VERIFY_NONE || ranked;
-  chunk_base(pt, c, base, bytes, &differs);
-  uint8_t *pieces = base + bytes; /* room after the chunk (see the allocation) */
-  uint64_t got = checked ? dcr__pieces_check(pieces, dcr__pieces(base, bytes, pieces)) : 0;
-  if (checked && !DCR__CHECKSUM_OK(got == c->base_check)) {
-    if (!h->whole && !fresh && DCR__CHECKSUM_OK(got == c->target_check))
-      return pt->state[j] = AT_TARGET, DCR_OK;
-    return dcr__fail(d, DCR_E_BASE_MISMATCH, "%s base bytes do not match the chunk's "
-                     "base_check", h->whole ? "the whole base tensor's" : "the held blocks'");
+  const uint8_t *base = chunk_base(pt, c, pt->base[w], bytes, &differs);
+  size_t count = DCR__PIECES(bytes);
+  uint8_t *before = pt->base[w] + bytes, *after = before + 16 * count, *piece = after + 16 * count;
+  /* Decoded first, so that the checks read the base once; a ranked chunk's
+   * positions come from a base not yet checked, and are used only if it is. */
+  dcr_detail decoding;
+  rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], ranked ? base : NULL, &ch, &decoding);
+  if (!checked) {
+    if (rc) return *d = decoding, rc;
+  } else {
+    uint64_t got = 0, result = 0;
+    if (!rc && ch->positions)
+      both_checks(base, bytes, ch, piece, before, after, &got, &result);
+    else
+      got = dcr__pieces_check(before, dcr__pieces(base, bytes, before));
+    if (!DCR__CHECKSUM_OK(got == c->base_check)) {
+      if (!h->whole && !fresh && DCR__CHECKSUM_OK(got == c->target_check))
+        return pt->state[j] = AT_TARGET, DCR_OK;
+      return dcr__fail(d, DCR_E_BASE_MISMATCH, "%s base bytes do not match the chunk's "
+                       "base_check", h->whole ? "the whole base tensor's" : "the held blocks'");
+    }
+    if (rc) return *d = decoding, rc;
+    if (!ch->positions) { /* dense: applied whole, to a copy */
+      if (base != pt->base[w]) memcpy(pt->base[w], base, bytes);
+      if ((rc = dcr_change_apply(ch, pt->base[w], bytes, d))) return rc;
+      result = dcr__pieces_check(after, dcr__pieces(pt->base[w], bytes, after));
+    }
+    if (!DCR__CHECKSUM_OK(result == c->target_check))
+      return dcr__fail(d, DCR_E_TARGET_MISMATCH, "applied chunk does not match the chunk's "
+                       "target_check");
   }
-  rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], ranked ? base : NULL, &ch, d);
-  if (!rc && checked) rc = dcr_change_apply(ch, base, bytes, d);
-  if (rc) return rc;
-  if (checked &&
-      !DCR__CHECKSUM_OK(dcr__pieces_check(pieces, dcr__pieces(base, bytes, pieces)) ==
-                        c->target_check))
-    return dcr__fail(d, DCR_E_TARGET_MISMATCH, "applied chunk does not match the chunk's "
-                     "target_check");
   pt->state[j] = fresh ? FRESH : AT_BASE;
   if (differs) { /* the blocks are not the whole base given: the target, or wrong */
-    copy_ctx x = {base, h->esize, 0};
+    copy_ctx x = {pt->base[w], h->esize, 0};
+    if (ch->positions) apply_sparse(pt->base[w], ch); /* the whole base's copy, made the target */
+    else if (!checked) dcr_change_apply(ch, pt->base[w], bytes, NULL);
     held_runs(h, first, n, compare_run, &x);
     if (x.differs)
       return dcr__fail(d, DCR_E_BASE_MISMATCH, "the held blocks differ from the whole base "
@@ -259,8 +339,8 @@ static void patch_chunk(placer *pt, size_t j, unsigned w, dcr_detail *d) {
   int rc = DCR_OK, differs;
   if (!ch) { /* not kept: decoded again, from the same base (no block of it written yet) */
     int ranked = dcr__enc_ranked(c->encoding);
-    if (ranked) chunk_base(pt, c, pt->base[w], bytes, &differs);
-    rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], ranked ? pt->base[w] : NULL, &ch, d);
+    const uint8_t *base = ranked ? chunk_base(pt, c, pt->base[w], bytes, &differs) : NULL;
+    rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], base, &ch, d);
   }
   if (!rc) scatter(h, first, ch);
   pt->rc[j % pt->window] = rc;
@@ -448,7 +528,7 @@ static int work(placer *pt, dcr_detail *d) {
     pt->total += bytes;
   }
   size_t cs = dcr__max_chunk_bytes(m);
-  size_t per_worker = 3 * cs + 16 * DCR__PIECES(cs);
+  size_t per_worker = 3 * cs + 32 * DCR__PIECES(cs) + DCR__PIECE;
   unsigned threads = p->threads ? p->threads : dcr_default_threads();
   threads = dcr__threads_within(threads, per_worker, r->lim.max_memory);
   if (threads > pt->job_count) threads = pt->job_count ? (unsigned)pt->job_count : 1;
@@ -465,7 +545,7 @@ static int work(placer *pt, dcr_detail *d) {
     rc = pt->it && pt->base && pt->rc && pt->detail ? DCR_OK : DCR_E_NOMEM;
     for (unsigned w = 0; !rc && w < threads; w++)
       if (dcr_changes_open(&pt->it[w], p->r, NULL) ||
-          !(pt->base[w] = malloc(cs + 16 * DCR__PIECES(cs))))
+          !(pt->base[w] = malloc(cs + 32 * DCR__PIECES(cs) + DCR__PIECE)))
         rc = DCR_E_NOMEM;
   }
   if (rc) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate decoders");
