@@ -41,6 +41,10 @@ static const char usage[] =
     "                       then go whole; sets and 1.1 dtypes are refused)\n"
     "      --sign KEY       sign the bundle with the secret key KEY as it is written\n"
     "                       (the bundle dcr sign would make of it, in one pass)\n"
+    "      --sliced PATTERN\n"
+    "                       tensors that workers hold in part (tensor-parallel\n"
+    "                       slices; fnmatch, repeatable): coded with positions that\n"
+    "                       need no base, so that any block of them decodes alone\n"
     "  -f, --force          overwrite BUNDLE if it exists\n"
     "      --json           print the statistics as one JSON document on stdout\n";
 
@@ -59,6 +63,7 @@ int cmd_encode(int argc, char **argv) {
       {"format", required_argument, NULL, OPT_FORMAT},
       {"parent", required_argument, NULL, OPT_PARENT},
       {"sign", required_argument, NULL, OPT_SIGN},
+      {"sliced", required_argument, NULL, OPT_SLICED},
       {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "encode");
@@ -67,9 +72,11 @@ int cmd_encode(int argc, char **argv) {
   const char *out = NULL, *sign_key = NULL;
   int force = 0, c, stop = 0, json = 0;
   uint64_t v;
-  dcr_meta *meta = calloc((size_t)argc, sizeof *meta);
+  /* one allocation: the metadata pairs, then the --sliced patterns */
+  dcr_meta *meta = calloc((size_t)argc, sizeof *meta + sizeof(char *));
   char parent[33];
   if (!meta) return CLI_IO;
+  const char **sliced = (const char **)(void *)(meta + argc);
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:f", longs, NULL)) != -1) {
     if (cli_common_option(&common, c, usage, &stop)) {
       if (stop) return free(meta), CLI_OK;
@@ -106,6 +113,7 @@ int cmd_encode(int argc, char **argv) {
         break;
       }
       case OPT_SIGN: sign_key = optarg; break;
+      case OPT_SLICED: sliced[opt.sliced_count++] = optarg; break;
       case OPT_PARENT:
         if (cli_file_digest(optarg, parent)) return free(meta), CLI_USAGE;
         meta[opt.meta_count++] = (dcr_meta){"parent_bundle", parent};
@@ -114,6 +122,7 @@ int cmd_encode(int argc, char **argv) {
     }
   }
   opt.meta = meta;
+  opt.sliced = sliced;
   if (cli_arg_count("encode", argc, argv, 2, 2, "BASE and TARGET")) return free(meta), CLI_USAGE;
   if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
   if (json && !strcmp(out, "-"))

@@ -49,6 +49,8 @@ typedef struct {
   uint8_t *table; /* a set's table: the manifest's prefix */
   job *jobs;
   size_t job_count;
+  uint8_t *sliced; /* per manifest entry: 1 = never ranked (options.sliced), or NULL */
+  int classed;     /* the chunk encoders' `classed` (the bundle's minor, from 2) */
   slot *slots;
   size_t slot_count;
   size_t buffer_size; /* the largest target chunk */
@@ -101,6 +103,7 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
     s->base = (dcr__view){.data = s->base_buffer};
   }
   if (!rc) {
+    s->enc.classed = e->sliced && e->sliced[jb->entry] ? 0 : e->classed;
     rc = dcr__encode_chunk(&s->enc, s->base.data, s->target.data, s->bytes,
                            en->target.dtype, &s->out);
     if (rc) dcr__fail(&s->detail, rc, "cannot encode chunk");
@@ -173,8 +176,12 @@ static int build_manifest(encoder *e, dcr_detail *d) {
   /* R-WRT-4 as 1.2 and 1.3 word it: the header is written before any chunk is
    * coded, so a bundle is 1.2 (1.3) when its chunks may be DELTA_CLASSED
    * (DELTA_BANDED), which is when a tensor is coded against its base and that
-   * version is allowed. */
-  if (e->opt->max_minor >= 2 && minor < 2 && dcr__manifest_has_base_coded(&e->man))
+   * version is allowed (tensors named by options.sliced aside: never ranked). */
+  uint64_t hits;
+  int rc = dcr__match_entries(&e->man, e->opt->sliced, e->opt->sliced_count, "the checkpoints",
+                              &e->sliced, &hits, d);
+  if (rc) return rc;
+  if (e->opt->max_minor >= 2 && minor < 2 && dcr__manifest_has_base_coded(&e->man, e->sliced))
     minor = (unsigned)e->opt->max_minor; /* 2: DELTA_CLASSED; 3: DELTA_BANDED */
   e->w.minor = minor;
   e->stats.format_minor = minor;
@@ -405,13 +412,13 @@ static int make_slots(encoder *e, size_t count, dcr_detail *d) {
   e->buffer_size = dcr__max_chunk_bytes(&e->man);
   e->slots = calloc(count, sizeof *e->slots);
   if (!e->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
+  e->classed = e->w.minor >= 2 ? (int)e->w.minor : 0;
   for (size_t i = 0; i < e->slot_count; i++) {
     slot *s = &e->slots[i];
     s->base_buffer = malloc(e->buffer_size);
     s->target_buffer = malloc(e->buffer_size);
     if (!s->base_buffer || !s->target_buffer ||
-        dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level,
-                                e->w.minor >= 2 ? (int)e->w.minor : 0))
+        dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level, e->classed))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
     if (!e->signer) continue;
     if (!(s->base_sha = malloc(32 * DCR__PIECES(e->buffer_size))) ||
@@ -448,6 +455,7 @@ static void encoder_free(encoder *e) {
   free(e->table);
   free(e->man.entries);
   free(e->jobs);
+  free(e->sliced);
   free(e->index.records);
   dcr__signer_free(e->signer);
   dcr__tensor_sha256_free(&e->base_sha);
@@ -458,7 +466,8 @@ static void encoder_free(encoder *e) {
 _Static_assert(sizeof(void *) != 8 || (sizeof(dcr_encode_options) == 120 &&
                                        offsetof(dcr_encode_options, unrelated) == 72 &&
                                        offsetof(dcr_encode_options, sign_key) == 80 &&
-                                       offsetof(dcr_encode_options, reserved_) == 88),
+                                       offsetof(dcr_encode_options, sliced) == 88 &&
+                                       offsetof(dcr_encode_options, reserved_) == 104),
                "dcr_encode_options changed size");
 
 void dcr_encode_options_default(dcr_encode_options *o) {

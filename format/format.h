@@ -132,8 +132,9 @@ DCR_HIDDEN dcr__entry *dcr__manifest_find(const dcr__manifest *m, const char *na
  * dtype of 1.1; else 0. */
 DCR_HIDDEN unsigned dcr__manifest_minor(const dcr__manifest *m);
 /* Whether some tensor's bytes are coded against base bytes (delta-coded and not
- * empty, or resized): what DELTA_CLASSED can code (§9.4). */
-DCR_HIDDEN int dcr__manifest_has_base_coded(const dcr__manifest *m);
+ * empty, or resized): what DELTA_CLASSED can code (§9.4). Entries whose skip byte
+ * is 1 are left out (skip may be NULL). */
+DCR_HIDDEN int dcr__manifest_has_base_coded(const dcr__manifest *m, const uint8_t *skip);
 
 /* ---- set_table.c: the set table of a set's manifest (§6.6) */
 /* Checks m's prefix as a set table (R-SET-1), then against the entries (R-SET-2),
@@ -316,6 +317,12 @@ DCR_HIDDEN void dcr__chunk_plan(const dcr_reader *r);
 static inline int dcr__selected(const dcr_reader *r, uint64_t i) {
   return !r->selected || r->selected[i];
 }
+/* The manifest entries whose names match any of the fnmatch patterns: *out, one
+ * byte per entry (1: matched), or NULL when count is 0. A pattern that matches no
+ * entry is DCR_E_ARGUMENT (naming `what`: "the bundle"...). *hits: entries matched. */
+DCR_HIDDEN int dcr__match_entries(const dcr__manifest *m, const char *const *patterns,
+                                  size_t count, const char *what, uint8_t **out, uint64_t *hits,
+                                  dcr_detail *d);
 /* DCR_E_ARGUMENT if r has a tensor selection: for the calls that build or check
  * a whole target, which a selection cannot give. */
 DCR_HIDDEN int dcr__need_whole(const dcr_reader *r, dcr_detail *d);

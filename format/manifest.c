@@ -59,9 +59,10 @@ unsigned dcr__manifest_minor(const dcr__manifest *m) {
   return 0;
 }
 
-int dcr__manifest_has_base_coded(const dcr__manifest *m) {
+int dcr__manifest_has_base_coded(const dcr__manifest *m, const uint8_t *skip) {
   for (uint64_t i = 0; i < m->entry_count; i++) {
     const dcr__entry *e = &m->entries[i];
+    if (skip && skip[i]) continue;
     if (e->resized || (dcr__entry_delta_coded(e) && e->target.byte_length)) return 1;
   }
   return 0;

@@ -592,36 +592,44 @@ int dcr__reader_open_ops(dcr_reader **out, const dcr__source_ops *ops, void *ctx
   return finish_open(r, out, rc, d);
 }
 
+int dcr__match_entries(const dcr__manifest *m, const char *const *patterns, size_t count,
+                       const char *what, uint8_t **out, uint64_t *hits, dcr_detail *d) {
+  *out = NULL;
+  *hits = 0;
+  if (!count) return DCR_OK;
+  uint8_t *sel = calloc((size_t)m->entry_count + 1, 1);
+  char *name = malloc(UINT16_MAX + 1);
+  if (!sel || !name) return free(sel), free(name), dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
+  for (size_t k = 0; k < count; k++) {
+    int any = 0;
+    for (uint64_t i = 0; i < m->entry_count; i++) {
+      memcpy(name, m->entries[i].name, m->entries[i].name_length);
+      name[m->entries[i].name_length] = 0;
+      if (fnmatch(patterns[k], name, 0)) continue;
+      any = 1;
+      if (!sel[i]) sel[i] = 1, ++*hits;
+    }
+    if (!any) {
+      free(sel), free(name);
+      return dcr__fail(d, DCR_E_ARGUMENT, "pattern '%.100s' matches no tensor of %s", patterns[k],
+                       what);
+    }
+  }
+  free(name);
+  *out = sel;
+  return DCR_OK;
+}
+
 int dcr_reader_select_tensors(dcr_reader *r, const char *const *patterns, size_t count,
                               uint64_t *matched, dcr_detail *d) {
   dcr__detail_init(d);
-  const dcr__manifest *m = &r->man;
-  uint8_t *sel = NULL;
-  uint64_t hits = 0;
-  if (count) {
-    sel = calloc((size_t)m->entry_count + 1, 1);
-    char *name = malloc(UINT16_MAX + 1);
-    if (!sel || !name) return free(sel), free(name), dcr__fail(d, DCR_E_NOMEM, "cannot allocate");
-    for (size_t k = 0; k < count; k++) {
-      int any = 0;
-      for (uint64_t i = 0; i < m->entry_count; i++) {
-        memcpy(name, m->entries[i].name, m->entries[i].name_length);
-        name[m->entries[i].name_length] = 0;
-        if (fnmatch(patterns[k], name, 0)) continue;
-        any = 1;
-        if (!sel[i]) sel[i] = 1, hits++;
-      }
-      if (!any) {
-        free(sel), free(name);
-        return dcr__fail(d, DCR_E_ARGUMENT, "pattern '%.100s' matches no tensor of the bundle",
-                         patterns[k]);
-      }
-    }
-    free(name);
-  }
+  uint8_t *sel;
+  uint64_t hits;
+  int rc = dcr__match_entries(&r->man, patterns, count, "the bundle", &sel, &hits, d);
+  if (rc) return rc;
   free(r->selected);
   r->selected = sel;
-  if (matched) *matched = count ? hits : m->entry_count;
+  if (matched) *matched = count ? hits : r->man.entry_count;
   dcr__chunk_plan(r);
   return DCR_OK;
 }

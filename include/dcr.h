@@ -224,7 +224,15 @@ typedef struct {
                                bytes the encode reads anyway: the same bytes as
                                dcr_sign_file of the unsigned bundle, with no second
                                pass over the bundle or the checkpoints */
-  uint64_t reserved_[4];
+  const char *const *sliced; /* optional: fnmatch patterns of the tensors that workers hold
+                               in part (tensor-parallel slices: SPEC.md §10.5). Their
+                               chunks are never DELTA_CLASSED or DELTA_BANDED, whose
+                               positions need the whole chunk's base, so that any block
+                               of them decodes alone (dcr_patch_placed), at about 1.4x
+                               their size. A pattern that matches no tensor is
+                               DCR_E_ARGUMENT */
+  size_t sliced_count;
+  uint64_t reserved_[2];
 } dcr_encode_options;
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);

@@ -105,7 +105,9 @@ class EncodeOptions(Structure):
         ("unrelated", c_int),
         ("max_minor", c_int),
         ("sign_key", c_char_p),
-        ("reserved_", c_uint64 * 4),
+        ("sliced", POINTER(c_char_p)),
+        ("sliced_count", c_size_t),
+        ("reserved_", c_uint64 * 2),
     ]
 
 

@@ -109,6 +109,47 @@ def test_default_format_needs_the_whole_base_for_a_part(tmp_path: Any) -> None:
     assert all(np.array_equal(base[n], a) for n, a in model()[0].items())  # the base is only read
 
 
+def test_sliced_tensors_decode_alone_in_the_default_format(tmp_path: Any) -> None:
+    """encode(sliced=...): the tensors ranks hold in part are coded without ranks, the
+    rest as the default format codes them; a rank then applies with no whole base."""
+    base, target = model()
+    parts = ["k", "v", "o", "down", "experts"]  # held in part; q, gate, up: whole 4 KiB chunks
+    out = tmp_path / "sliced.dcr"
+    dtypes = {n: "BF16" for n in base}
+    stats = dcr.encode_tensors(base, target, out, base_dtypes=dtypes, target_dtypes=dtypes, sliced=parts,
+                               chunk_size=4096)
+    b = dcr.Bundle(out)
+    assert b.info.format_version == (1, 3)
+    ranked = {"DELTA_BANDED", "DELTA_CLASSED"}
+    names = {t.index: t.name for t in b.tensors}
+    assert all(c.encoding not in ranked for c in b.chunks if names[c.tensor] in parts)
+    assert any(c.encoding in ranked for c in b.chunks if names[c.tensor] == "gate")
+    whole = bundle(tmp_path, base, target, chunk_size=4096)
+    assert stats.bundle_size > whole.info.bundle_size  # the price of decoding alone
+    worker = Rank(base)
+    st = b.apply_to(worker.places())
+    assert same(worker, Rank(target)) and st.chunks_unchecked > 0
+    with pytest.raises(dcr.ArgumentError, match="matches no tensor"):
+        dcr.encode_tensors(base, target, base_dtypes=dtypes, target_dtypes=dtypes, sliced=["nothing.*"])
+
+
+def test_cli_encode_sliced(tmp_path: Any) -> None:
+    from conftest import cli
+
+    base, target = model()
+    dtypes = {n: "BF16" for n in base}
+    bp, tp = tmp_path / "b.safetensors", tmp_path / "t.safetensors"
+    dcr.save_safetensors(base, bp, dtypes=dtypes)
+    dcr.save_safetensors(target, tp, dtypes=dtypes)
+    cli("encode", bp, tp, "-o", tmp_path / "s.dcr", "--sliced", "down", "--sliced", "[kv]", "--chunk-size", "4K")
+    b = dcr.Bundle(tmp_path / "s.dcr")
+    names = {t.index: t.name for t in b.tensors}
+    assert {c.encoding for c in b.chunks if names[c.tensor] in ("down", "k", "v")}.isdisjoint(
+        {"DELTA_BANDED", "DELTA_CLASSED"})
+    p = cli("encode", bp, tp, "-o", tmp_path / "x.dcr", "--sliced", "nothing", check=False)
+    assert p.returncode != 0 and "matches no tensor" in p.stderr
+
+
 def test_changes_iterates_the_default_format(tmp_path: Any) -> None:
     base, target = model()
     b = bundle(tmp_path, base, target)
