@@ -57,6 +57,10 @@ DCR_HIDDEN void dcr__scatter(uint8_t *chunk, const uint32_t *pos, const uint8_t 
 /* The same for count values packed as elements (not planes), all applied. */
 DCR_HIDDEN void dcr__scatter_packed(uint8_t *chunk, const uint32_t *pos, const uint8_t *values,
                                     size_t count, unsigned esize, int op);
+/* The same for count values packed as elements, each at its own address (the
+ * blocks of tensors that placements hold: refit/place.c). */
+DCR_HIDDEN void dcr__scatter_to(uint8_t *const *at, const uint8_t *values, size_t count,
+                                unsigned esize, int op);
 
 /* ---- bit streams, bit 0 of each byte first (§9.1, §9.5) */
 typedef struct {

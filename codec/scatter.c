@@ -16,17 +16,20 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dcr needs a little-en
  * packed: the i-th element of values). */
 #define FROM_PLANES(T, i) from_planes_##T(planes, count, i)
 #define FROM_PACKED(T, i) from_packed_##T(planes, i)
-#define SCATTER(T, VALUE)                                                        \
+/* ADDR(T, i): where the i-th value goes. */
+#define AT_POSITION(T, i) (chunk + (size_t)pos[(i) - first] * sizeof(T))
+#define AT_ADDRESS(T, i) (at[i])
+#define SCATTER_TO(T, VALUE, ADDR)                                               \
   for (size_t i = first; i < last; i++) {                                        \
     T v = VALUE(T, i), e;                                                        \
-    if (i + AHEAD < last)                                                        \
-      __builtin_prefetch(chunk + (size_t)pos[i + AHEAD - first] * sizeof(T), 1); \
-    uint8_t *p = chunk + (size_t)pos[i - first] * sizeof(T);                     \
+    if (i + AHEAD < last) __builtin_prefetch(ADDR(T, i + AHEAD), 1);             \
+    uint8_t *p = ADDR(T, i);                                                     \
     memcpy(&e, p, sizeof(T));                                                    \
     e = op == DCR__OP_XOR ? (T)(e ^ v)                                           \
                           : DCR__KEY(T, (T)(DCR__KEY(T, e) + DCR__UNZIGZAG(T, v))); \
     memcpy(p, &e, sizeof(T));                                                    \
   }
+#define SCATTER(T, VALUE) SCATTER_TO(T, VALUE, AT_POSITION)
 #define LOADERS(T)                                                               \
   static inline T from_planes_##T(const uint8_t *planes, size_t count, size_t i) { \
     T v = 0;                                                                     \
@@ -61,5 +64,16 @@ void dcr__scatter_packed(uint8_t *chunk, const uint32_t *pos, const uint8_t *pla
     case 2: SCATTER(uint16_t, FROM_PACKED) break;
     case 4: SCATTER(uint32_t, FROM_PACKED) break;
     default: SCATTER(uint64_t, FROM_PACKED) break;
+  }
+}
+
+void dcr__scatter_to(uint8_t *const *at, const uint8_t *planes, size_t count, unsigned esize,
+                     int op) {
+  size_t first = 0, last = count;
+  switch (esize) {
+    case 1: SCATTER_TO(uint8_t, FROM_PACKED, AT_ADDRESS) break;
+    case 2: SCATTER_TO(uint16_t, FROM_PACKED, AT_ADDRESS) break;
+    case 4: SCATTER_TO(uint32_t, FROM_PACKED, AT_ADDRESS) break;
+    default: SCATTER_TO(uint64_t, FROM_PACKED, AT_ADDRESS) break;
   }
 }

@@ -85,7 +85,8 @@ static uint64_t held_runs(const held *h, uint64_t first, uint64_t n, run_fn fn, 
 }
 
 typedef struct {
-  uint8_t *chunk;
+  uint8_t *chunk;       /* gather_run: the chunk's bytes, gathered */
+  const uint8_t *bytes; /* compare_run: what the blocks are compared with */
   unsigned esize;
   int differs;
 } copy_ctx;
@@ -97,7 +98,7 @@ static void gather_run(void *ctx, uint64_t at, uint64_t count, uint8_t *mem) {
 
 static void compare_run(void *ctx, uint64_t at, uint64_t count, uint8_t *mem) {
   copy_ctx *x = ctx;
-  x->differs |= memcmp(x->chunk + at * x->esize, mem, (size_t)(count * x->esize)) != 0;
+  x->differs |= memcmp(x->bytes + at * x->esize, mem, (size_t)(count * x->esize)) != 0;
 }
 
 static void zero_run(void *ctx, uint64_t at, uint64_t count, uint8_t *mem) {
@@ -134,6 +135,15 @@ static void apply_sparse(uint8_t *chunk, const dcr_change *c) {
     memcpy(chunk + (size_t)c->positions[i] * es, v + (size_t)i * es, es);
 }
 
+/* Values packed as elements, each to its address. */
+static void put(uint8_t *const *at, const uint8_t *v, size_t count, unsigned es, int op) {
+  if (op != DCR_OP_OVERWRITE) {
+    dcr__scatter_to(at, v, count, es, op);
+    return;
+  }
+  for (size_t i = 0; i < count; i++) memcpy(at[i], v + i * es, es);
+}
+
 static int holds(const dcr_placement *pl, uint64_t r, uint64_t col) {
   return r >= pl->row0 && r - pl->row0 < pl->rows && col >= pl->col0 && col - pl->col0 < pl->cols;
 }
@@ -154,20 +164,26 @@ static uint8_t *in_one_block(const held *h, uint64_t first, uint64_t n) {
 /* Writes a chunk's changes into the blocks that hold their elements. */
 static void scatter(const held *h, uint64_t first, const dcr_change *c) {
   uint64_t n = c->length / c->element_size, C = h->cols;
-  uint8_t *at;
+  uint8_t *one;
   if (!c->positions) {
     dense_ctx x = {c};
     held_runs(h, first, n, dense_run, &x);
     return;
   }
-  if ((at = in_one_block(h, first, n))) {
-    apply_sparse(at, c);
+  if ((one = in_one_block(h, first, n))) {
+    apply_sparse(one, c);
     return;
   }
+  /* Addresses found a run of a block (a row's part, or its rows back to back) at a
+   * time, and the held changes' values, go to the codec's scatter a batch at a time,
+   * so that it prefetches across runs. */
+  enum { BATCH = 256 };
+  uint8_t *at[BATCH], values[BATCH * 8];
   const uint8_t *v = c->values;
-  const dcr_placement *pl = NULL;
+  unsigned es = h->esize;
+  size_t m = 0;
   uint64_t r = first / C, start = r * C; /* the row of the last change, and its first element */
-  for (uint32_t i = 0; i < c->count; i++) {
+  for (uint32_t i = 0; i < c->count;) {
     uint64_t e = first + c->positions[i];
     if (e - start >= C) { /* a later row: changes are close, so seldom a division */
       if (e - start < 4 * C) {
@@ -177,40 +193,55 @@ static void scatter(const held *h, uint64_t first, const dcr_change *c) {
         r = e / C, start = r * C;
       }
     }
-    uint64_t col = e - start;
-    if (!pl || !holds(pl, r, col)) {
-      pl = NULL;
-      for (size_t k = 0; k < h->n && !pl; k++)
-        if (holds(&h->p[k], r, col)) pl = &h->p[k];
-      if (!pl) continue; /* not held */
+    const dcr_placement *pl = NULL;
+    for (size_t k = 0; k < h->n && !pl; k++)
+      if (holds(&h->p[k], r, e - start)) pl = &h->p[k];
+    if (!pl) { /* not held */
+      i++;
+      continue;
     }
-    dcr__apply_one(c->op, element(pl, h->esize, r, col), v + (size_t)i * h->esize, h->esize);
+    uint64_t run = start + pl->col0, end = run + pl->cols;
+    if (pl->cols == C && pl->row_stride == C * es) end = (pl->row0 + pl->rows) * C;
+    uint8_t *mem = element(pl, es, r, pl->col0);
+    for (; i < c->count && (e = first + c->positions[i]) < end; i++) {
+      at[m] = mem + (e - run) * es;
+      memcpy(values + m * es, v + (size_t)i * es, es);
+      if (++m == BATCH) {
+        put(at, values, m, es, c->op);
+        m = 0;
+      }
+    }
   }
+  put(at, values, m, es, c->op);
 }
 
+/* Where check_chunk's base bytes came from. */
+enum { FROM_BLOCKS, FROM_WHOLE, WHOLE_DIFFERS /* the blocks' bytes are not the whole's */ };
+
 /* The chunk's base bytes: the caller's where the chunk lies in one block; else
- * into `base`, from the whole base tensor given, or gathered from the blocks (which
- * hold all of it), or zeros for a tensor coded against zeros. *held_differs: the
- * blocks' bytes differ from the whole base given. */
+ * gathered into `base` from the blocks where they hold all of it (cheaper than
+ * comparing them with a whole base), else the whole base tensor given, read where
+ * it lies; zeros for a tensor coded against zeros. *source: FROM_... */
 static const uint8_t *chunk_base(const placer *pt, const dcr__chunk *c, uint8_t *base,
-                                 size_t bytes, int *held_differs) {
+                                 size_t bytes, int *source) {
   const dcr_reader *r = pt->p->r;
   const dcr__entry *e = &r->man.entries[c->tensor];
   const held *h = &pt->h[c->tensor];
-  uint64_t at = (uint64_t)c->chunk * r->man.chunk_size, first = at / h->esize;
-  copy_ctx x = {base, h->esize, 0};
+  uint64_t at = (uint64_t)c->chunk * r->man.chunk_size, first = at / h->esize, n = bytes / h->esize;
+  copy_ctx x = {base, NULL, h->esize, 0};
   const uint8_t *mine;
-  *held_differs = 0;
+  *source = FROM_BLOCKS;
   if (!dcr__entry_delta_coded(e)) {
     memset(base, 0, bytes);
-  } else if (h->whole) {
-    memcpy(base, h->whole + at, bytes);
-    held_runs(h, first, bytes / h->esize, compare_run, &x);
-    *held_differs = x.differs;
-  } else if ((mine = in_one_block(h, first, bytes / h->esize))) {
+  } else if ((mine = in_one_block(h, first, n))) {
     return mine;
+  } else if (!h->whole || held_runs(h, first, n, NULL, NULL) == n) {
+    held_runs(h, first, n, gather_run, &x);
   } else {
-    held_runs(h, first, bytes / h->esize, gather_run, &x);
+    x.bytes = h->whole + at;
+    held_runs(h, first, n, compare_run, &x);
+    *source = x.differs ? WHOLE_DIFFERS : FROM_WHOLE;
+    return h->whole + at;
   }
   return base;
 }
@@ -268,56 +299,55 @@ static int check_chunk(placer *pt, size_t j, unsigned w, dcr_detail *d) {
   const dcr_change *ch = NULL;
   int rc = dcr__chunk_checks(r, c, d);
   if (rc) return rc;
-  if (!whole) {
+  int checked = p->verify != DCR_VERIFY_NONE || ranked;
+  if (!whole || !checked) { /* decoded without its base, which nothing reads */
     if (ranked)
       return dcr__fail(d, DCR_E_ARGUMENT, "chunk is %s (format 1.%d), whose positions depend on "
                        "the whole chunk's base, and the placements hold only part of it: give "
                        "the whole base tensor (dcr_patch_set_base), or encode the bundle with "
-                       "format 1.1", dcr_encoding_name(c->encoding),
-                       c->encoding == DCR_ENC_DELTA_BANDED ? 3 : 2);
+                       "format 1.1 or this tensor sliced (dcr_encode_options)",
+                       dcr_encoding_name(c->encoding), c->encoding == DCR_ENC_DELTA_BANDED ? 3 : 2);
     rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], NULL, &ch, d);
     if (rc) return rc;
-    pt->state[j] = UNCHECKED;
+    pt->state[j] = !whole ? UNCHECKED : fresh ? FRESH : AT_BASE;
     keep(pt, j, ch);
     return DCR_OK;
   }
-  int differs, checked = p->verify != DCR_VERIFY_NONE || ranked;
-  const uint8_t *base = chunk_base(pt, c, pt->base[w], bytes, &differs);
+  int source;
+  const uint8_t *base = chunk_base(pt, c, pt->base[w], bytes, &source);
   size_t count = DCR__PIECES(bytes);
   uint8_t *before = pt->base[w] + bytes, *after = before + 16 * count, *piece = after + 16 * count;
   /* Decoded first, so that the checks read the base once; a ranked chunk's
    * positions come from a base not yet checked, and are used only if it is. */
   dcr_detail decoding;
   rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], ranked ? base : NULL, &ch, &decoding);
-  if (!checked) {
-    if (rc) return *d = decoding, rc;
-  } else {
-    uint64_t got = 0, result = 0;
-    if (!rc && ch->positions)
-      both_checks(base, bytes, ch, piece, before, after, &got, &result);
-    else
-      got = dcr__pieces_check(before, dcr__pieces(base, bytes, before));
-    if (!DCR__CHECKSUM_OK(got == c->base_check)) {
-      if (!h->whole && !fresh && DCR__CHECKSUM_OK(got == c->target_check))
-        return pt->state[j] = AT_TARGET, DCR_OK;
-      return dcr__fail(d, DCR_E_BASE_MISMATCH, "%s base bytes do not match the chunk's "
-                       "base_check", h->whole ? "the whole base tensor's" : "the held blocks'");
-    }
-    if (rc) return *d = decoding, rc;
-    if (!ch->positions) { /* dense: applied whole, to a copy */
-      if (base != pt->base[w]) memcpy(pt->base[w], base, bytes);
-      if ((rc = dcr_change_apply(ch, pt->base[w], bytes, d))) return rc;
-      result = dcr__pieces_check(after, dcr__pieces(pt->base[w], bytes, after));
-    }
-    if (!DCR__CHECKSUM_OK(result == c->target_check))
-      return dcr__fail(d, DCR_E_TARGET_MISMATCH, "applied chunk does not match the chunk's "
-                       "target_check");
+  uint64_t got = 0, result = 0;
+  if (!rc && ch->positions)
+    both_checks(base, bytes, ch, piece, before, after, &got, &result);
+  else
+    got = dcr__pieces_check(before, dcr__pieces(base, bytes, before));
+  if (!DCR__CHECKSUM_OK(got == c->base_check)) {
+    if (source == FROM_BLOCKS && !fresh && DCR__CHECKSUM_OK(got == c->target_check))
+      return pt->state[j] = AT_TARGET, DCR_OK;
+    return dcr__fail(d, DCR_E_BASE_MISMATCH, "%s base bytes do not match the chunk's "
+                     "base_check", source == FROM_BLOCKS ? "the held blocks'" : "the whole base tensor's");
   }
+  if (rc) return *d = decoding, rc;
+  if (!ch->positions) { /* dense: applied whole, to a copy */
+    if (base != pt->base[w]) memcpy(pt->base[w], base, bytes);
+    if ((rc = dcr_change_apply(ch, pt->base[w], bytes, d))) return rc;
+    result = dcr__pieces_check(after, dcr__pieces(pt->base[w], bytes, after));
+  }
+  if (!DCR__CHECKSUM_OK(result == c->target_check))
+    return dcr__fail(d, DCR_E_TARGET_MISMATCH, "applied chunk does not match the chunk's "
+                     "target_check");
   pt->state[j] = fresh ? FRESH : AT_BASE;
-  if (differs) { /* the blocks are not the whole base given: the target, or wrong */
-    copy_ctx x = {pt->base[w], h->esize, 0};
-    if (ch->positions) apply_sparse(pt->base[w], ch); /* the whole base's copy, made the target */
-    else if (!checked) dcr_change_apply(ch, pt->base[w], bytes, NULL);
+  if (source == WHOLE_DIFFERS) { /* the blocks are not the whole base given: the target, or wrong */
+    copy_ctx x = {NULL, pt->base[w], h->esize, 0};
+    if (ch->positions) { /* a copy of the whole base made the target (a dense one is, above) */
+      if (base != pt->base[w]) memcpy(pt->base[w], base, bytes);
+      apply_sparse(pt->base[w], ch);
+    }
     held_runs(h, first, n, compare_run, &x);
     if (x.differs)
       return dcr__fail(d, DCR_E_BASE_MISMATCH, "the held blocks differ from the whole base "
@@ -336,10 +366,10 @@ static void patch_chunk(placer *pt, size_t j, unsigned w, dcr_detail *d) {
   size_t bytes = dcr__chunk_bytes(&r->man, e, c->chunk);
   uint64_t first = (uint64_t)c->chunk * r->man.chunk_size / h->esize;
   const dcr_change *ch = pt->kept[j];
-  int rc = DCR_OK, differs;
+  int rc = DCR_OK, source;
   if (!ch) { /* not kept: decoded again, from the same base (no block of it written yet) */
     int ranked = dcr__enc_ranked(c->encoding);
-    const uint8_t *base = ranked ? chunk_base(pt, c, pt->base[w], bytes, &differs) : NULL;
+    const uint8_t *base = ranked ? chunk_base(pt, c, pt->base[w], bytes, &source) : NULL;
     rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], base, &ch, d);
   }
   if (!rc) scatter(h, first, ch);

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -99,10 +99,19 @@ def _contiguous(shape: Tuple[int, ...], strides: Optional[Tuple[int, ...]], item
     return True
 
 
+# _numpy_dtype_name's answers by dtype: dtype.name is computed in Python on every
+# call, which costs more than the rest of a region when hundreds of tensors are
+# placed. Filled as dtypes are met (ml_dtypes' types exist only once imported).
+_BY_NUMPY_DTYPE: Dict[np.dtype, Optional[str]] = {}
+
+
 def _numpy_dtype_name(dt: np.dtype) -> Optional[str]:
-    if dt.itemsize > 1 and dt.byteorder == ">":
-        return None
-    return _NUMPY_DTYPES.get(dt.name)
+    try:
+        return _BY_NUMPY_DTYPE[dt]
+    except KeyError:
+        name = None if dt.itemsize > 1 and dt.byteorder == ">" else _NUMPY_DTYPES.get(dt.name)
+        _BY_NUMPY_DTYPE[dt] = name
+        return name
 
 
 def _from_ndarray(a: np.ndarray, what: str, strided: bool = False) -> Region:

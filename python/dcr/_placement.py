@@ -140,7 +140,8 @@ def apply_placed(bundle: Any, tensors: Mapping[str, Any], verify: str, threads: 
     arrays: Dict[int, Any] = {}
     keep: List[Any] = []
     changed = bundle._changed_entries()
-    for t in bundle.tensors:
+    manifest = bundle.tensors
+    for t in manifest:
         if not t.selected or t.target is None:
             continue
         obj = tensors.get(t.name)
@@ -162,8 +163,8 @@ def apply_placed(bundle: Any, tensors: Mapping[str, Any], verify: str, threads: 
             keep.append(r.keep)
         arrays[t.index] = blocks
     whole: Dict[int, Region] = {}
-    for t in bundle.tensors:
-        if base is not None and t.base is not None and base.get(t.name) is not None:
+    for t in manifest if base is not None else ():
+        if t.base is not None and base.get(t.name) is not None:
             whole[t.index] = region(base[t.name], f'base tensor "{t.name}"')
     errors: List[BaseException] = []
 
