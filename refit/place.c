@@ -220,10 +220,12 @@ enum { FROM_BLOCKS, FROM_WHOLE, WHOLE_DIFFERS /* the blocks' bytes are not the w
 
 /* The chunk's base bytes: the caller's where the chunk lies in one block; else
  * gathered into `base` from the blocks where they hold all of it (cheaper than
- * comparing them with a whole base), else the whole base tensor given, read where
- * it lies; zeros for a tensor coded against zeros. *source: FROM_... */
+ * comparing them with a whole base), or NULL unless `gather` (both_checks gathers a
+ * piece at a time, with no pass over the whole chunk); else the whole base tensor
+ * given, read where it lies; zeros for a tensor coded against zeros. *source:
+ * FROM_... */
 static const uint8_t *chunk_base(const placer *pt, const dcr__chunk *c, uint8_t *base,
-                                 size_t bytes, int *source) {
+                                 size_t bytes, int gather, int *source) {
   const dcr_reader *r = pt->p->r;
   const dcr__entry *e = &r->man.entries[c->tensor];
   const held *h = &pt->h[c->tensor];
@@ -236,6 +238,7 @@ static const uint8_t *chunk_base(const placer *pt, const dcr__chunk *c, uint8_t 
   } else if ((mine = in_one_block(h, first, n))) {
     return mine;
   } else if (!h->whole || held_runs(h, first, n, NULL, NULL) == n) {
+    if (!gather) return NULL;
     held_runs(h, first, n, gather_run, &x);
   } else {
     x.bytes = h->whole + at;
@@ -248,17 +251,23 @@ static const uint8_t *chunk_base(const placer *pt, const dcr__chunk *c, uint8_t 
 
 /* The digests (§7) of a chunk's base and of its target, the base with a sparse
  * change applied, made a piece at a time in `piece` (DCR__PIECE bytes, in cache),
- * so that the base is read once: into `before` and `after`. */
-static void both_checks(const uint8_t *base, size_t bytes, const dcr_change *c, uint8_t *piece,
-                        uint8_t *before, uint8_t *after, uint64_t *base_check,
-                        uint64_t *target_check) {
+ * so that the base is read once: into `before` and `after`. The base is `base`, or
+ * where NULL the blocks of h that hold the elements from `first`. */
+static void both_checks(const held *h, uint64_t first, const uint8_t *base, size_t bytes,
+                        const dcr_change *c, uint8_t *piece, uint8_t *before, uint8_t *after,
+                        uint64_t *base_check, uint64_t *target_check) {
   unsigned es = c->element_size;
   const uint8_t *v = c->values;
   size_t count = DCR__PIECES(bytes), i = 0;
   for (size_t k = 0; k < count; k++) {
     size_t at = k * DCR__PIECE, len = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
-    dcr__pieces(base + at, len, before + 16 * k);
-    memcpy(piece, base + at, len);
+    if (base) {
+      memcpy(piece, base + at, len);
+    } else {
+      copy_ctx x = {piece, NULL, es, 0};
+      held_runs(h, first + at / es, len / es, gather_run, &x);
+    }
+    dcr__pieces(piece, len, before + 16 * k);
     for (; i < c->count && (size_t)c->positions[i] * es < at + len; i++)
       dcr__apply_one(c->op, piece + (size_t)c->positions[i] * es - at, v + i * es, es);
     dcr__pieces(piece, len, after + 16 * k);
@@ -314,7 +323,8 @@ static int check_chunk(placer *pt, size_t j, unsigned w, dcr_detail *d) {
     return DCR_OK;
   }
   int source;
-  const uint8_t *base = chunk_base(pt, c, pt->base[w], bytes, &source);
+  /* gathered whole only when the decoding needs it */
+  const uint8_t *base = chunk_base(pt, c, pt->base[w], bytes, ranked, &source);
   size_t count = DCR__PIECES(bytes);
   uint8_t *before = pt->base[w] + bytes, *after = before + 16 * count, *piece = after + 16 * count;
   /* Decoded first, so that the checks read the base once; a ranked chunk's
@@ -323,8 +333,10 @@ static int check_chunk(placer *pt, size_t j, unsigned w, dcr_detail *d) {
   rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], ranked ? base : NULL, &ch, &decoding);
   uint64_t got = 0, result = 0;
   if (!rc && ch->positions)
-    both_checks(base, bytes, ch, piece, before, after, &got, &result);
-  else
+    both_checks(h, first, base, bytes, ch, piece, before, after, &got, &result);
+  else if (!base)
+    base = chunk_base(pt, c, pt->base[w], bytes, 1, &source);
+  if (rc || !ch->positions)
     got = dcr__pieces_check(before, dcr__pieces(base, bytes, before));
   if (!DCR__CHECKSUM_OK(got == c->base_check)) {
     if (source == FROM_BLOCKS && !fresh && DCR__CHECKSUM_OK(got == c->target_check))
@@ -369,7 +381,7 @@ static void patch_chunk(placer *pt, size_t j, unsigned w, dcr_detail *d) {
   int rc = DCR_OK, source;
   if (!ch) { /* not kept: decoded again, from the same base (no block of it written yet) */
     int ranked = dcr__enc_ranked(c->encoding);
-    const uint8_t *base = ranked ? chunk_base(pt, c, pt->base[w], bytes, &source) : NULL;
+    const uint8_t *base = ranked ? chunk_base(pt, c, pt->base[w], bytes, 1, &source) : NULL;
     rc = dcr__changes_chunk(pt->it[w], pt->jobs[j], base, &ch, d);
   }
   if (!rc) scatter(h, first, ch);

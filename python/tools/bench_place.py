@@ -10,8 +10,11 @@ each sees the same machine load, Bundle.apply_to at verify="chunk" on
   - whole:  every tensor as one array (dcr_patch_memory);
   - rows:   every tensor held as two row blocks, each in its own buffer
             (column-parallel slices of two ranks, held by one worker);
-  - cols:   every 2-D tensor held as two column blocks (row-parallel slices), with
-            the whole base given (base=): what a format 1.3 rank needs.
+  - cols:   every 2-D tensor held as two column blocks (row-parallel slices of two
+            ranks, held by one worker);
+  - half:   one rank: the first column block of every 2-D tensor only, with the
+            whole base given (base=), which format 1.3 needs for a chunk held in
+            part (it changes about half the bytes the others do).
 Every run starts from the base (reset not timed) and every result is compared
 with the target. Prints medians of wall and process CPU seconds, and each
 placed case's ratio to whole.
@@ -96,6 +99,15 @@ def main() -> None:
                     m[n] = [dcr.Place(cols[n][0], cols=(0, c // 2)), dcr.Place(cols[n][1], cols=(c // 2, c))]
                 else:
                     m[n] = whole[n]
+            bundle.apply_to(m, threads=a.threads)
+
+        def run_half() -> None:
+            m = {}
+            for n, v in base.items():
+                if n in cols:
+                    m[n] = dcr.Place(cols[n][0], cols=(0, v.shape[1] // 2))
+                else:
+                    m[n] = whole[n]
             bundle.apply_to(m, threads=a.threads, base=base)
 
         def check(case: str) -> None:
@@ -104,11 +116,14 @@ def main() -> None:
                     got = np.concatenate(halves[n])
                 elif case == "cols" and n in cols:
                     got = np.concatenate(cols[n], axis=1)
+                elif case == "half" and n in cols:
+                    assert np.array_equal(cols[n][0], v[:, : v.shape[1] // 2]), (case, n)
+                    continue
                 else:
                     got = whole[n]
                 assert np.array_equal(got, v), (case, n)
 
-        cases = {"whole": run_whole, "rows": run_rows, "cols": run_cols}
+        cases = {"whole": run_whole, "rows": run_rows, "cols": run_cols, "half": run_half}
         times = {k: [] for k in cases}
         for _ in range(a.runs):
             for k, fn in cases.items():
