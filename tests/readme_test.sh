@@ -172,7 +172,7 @@ if mkdir "$J" && (cd "$J" && "$DCR" synth a.st b.st --size 256K -q && "$DCR" enc
     "$DCR" history create r.tar --keyframe a.st s.dcr -q && echo junk >junk); then
   json_commands=()
   for c in "${COMMANDS[@]}"; do
-    [ "$c" = help ] || ! help_options "$c" | grep -qx -- --json || json_commands+=("$c")
+    [ "$c" != help ] && help_options "$c" | grep -qx -- --json && json_commands+=("$c")
   done
   out=$(cd "$J" && python3 - "$README" "$DCR" "${json_commands[@]}" <<'PY'
 import json, re, subprocess, sys
