@@ -4,7 +4,8 @@
 #              directory with DCR first on PATH as dcr, and must succeed; every
 #              'dcr COMMAND ...' line of every sh block names a command and options
 #              that exist; the command table after <!-- readme-commands --> lists
-#              exactly the commands of 'dcr --help', and 'dcr help CMD' works for each.
+#              exactly the commands of 'dcr --help', and 'dcr help CMD' works for each;
+#              the keys of the --json tables are those of each command's output.
 #   doc/dcr.1  renders without warnings (groff -ww); every option that
 #              'dcr CMD --help' lists is described (a .TP item) in the page's
 #              "dcr CMD" subsection or under COMMON OPTIONS, and every option
@@ -157,6 +158,75 @@ PY
   else notok "README: dcr validate --json: $out"; fi
 else
   notok "README: could not make the bundles for the 'dcr validate --json' check"
+fi
+
+# 3c. The other commands' --json keys against the README's table after
+# <!-- readme-json -->: each row's command run on small real files (failing runs
+# too, where their documents have other keys), the top-level keys of its output
+# (of each object, for dcr id's array) exactly the row's; and every command whose
+# --help offers --json has a row (validate: its own table, 3b).
+J=$W/json
+if mkdir "$J" && (cd "$J" && "$DCR" synth a.st b.st --size 256K -q && "$DCR" encode a.st b.st -o s.dcr -q &&
+    cp s.dcr u.dcr && cp a.st ip.st && "$DCR" keygen k >/dev/null 2>&1 &&
+    "$DCR" sign s.dcr --key k.key --base a.st --target b.st -q &&
+    "$DCR" history create r.tar --keyframe a.st s.dcr -q && echo junk >junk); then
+  json_commands=()
+  for c in "${COMMANDS[@]}"; do
+    [ "$c" != help ] && help_options "$c" | grep -qx -- --json && json_commands+=("$c")
+  done
+  out=$(cd "$J" && python3 - "$README" "$DCR" "${json_commands[@]}" <<'PY'
+import json, re, subprocess, sys
+readme, dcr, json_commands = sys.argv[1], sys.argv[2], sys.argv[3:]
+text = open(readme, encoding="utf-8").read()
+table = text[text.index("<!-- readme-json -->"):].split("\n\n", 1)[0]
+rows = {}
+for line in table.splitlines()[3:]:
+    cells = [c.strip() for c in line.strip("|").split(" | ")]
+    rows[cells[0]] = set(re.findall(r"`([a-z_0-9]+)`", cells[1]))
+# What each row documents, run: each argument list gives one document.
+RUNS = {
+    "`dcr encode --json`, `dcr squash --json`": [["encode", "a.st", "b.st", "-o", "e.dcr", "--json"],
+                                                 ["squash", "s.dcr", "-o", "q.dcr", "--json"]],
+    "`dcr apply --json`": [["apply", "a.st", "s.dcr", "-o", "o.st", "--json"]],
+    "`dcr apply --in-place --json`": [["apply", "ip.st", "s.dcr", "--in-place", "--json"]],
+    "`dcr inspect --json`, a bundle": [["inspect", "s.dcr", "--json"]],
+    "`dcr inspect --json`, a checkpoint": [["inspect", "a.st", "--json"]],
+    "`dcr inspect --json`, neither": [["inspect", "junk", "--json"]],
+    "`dcr id --json`, each object of the array": [["id", "a.st", "nosuch", "--json"]],
+    "`dcr verify --json`": [["verify", "s.dcr", "--pubkey", "k.pub", "--json"],
+                            ["verify", "u.dcr", "--pubkey", "k.pub", "--json"]],
+    "`dcr keygen --json`": [["keygen", "k2", "--json"]],
+    "`dcr history list --json`": [["history", "list", "r.tar", "--json"]],
+    "`dcr history verify --json`": [["history", "verify", "r.tar", "--json"],
+                                    ["history", "verify", "nosuch.tar", "--json"]],
+    "`dcr bench --json`": [["bench", "--size", "256K", "--runs", "1", "--threads", "1", "--json", "-q"]],
+}
+bad = ["row %s: the test does not run it" % r for r in sorted(set(rows) - set(RUNS))]
+bad += ["no row %s" % r for r in sorted(set(RUNS) - set(rows))]
+for c in json_commands:
+    if c != "validate" and not any(r.startswith("`dcr %s " % c) or ", `dcr %s " % c in r for r in rows):
+        bad.append("dcr %s --help offers --json, no row documents it" % c)
+for label, runs in RUNS.items():
+    have = set()
+    for args in runs:
+        p = subprocess.run([dcr, *args], capture_output=True, text=True)
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            bad.append("dcr %s: not JSON (exit %d): %s" % (" ".join(args), p.returncode, p.stderr.strip()))
+            continue
+        for o in doc if isinstance(doc, list) else [doc]:
+            have |= set(o)
+    documented = rows.get(label, have)
+    bad += ["%s: %s in the output, not in the row" % (label, k) for k in sorted(have - documented)]
+    bad += ["%s: %s in the row, not in the output" % (label, k) for k in sorted(documented - have)]
+print("; ".join(bad))
+PY
+)
+  if [ -z "$out" ]; then ok "README: the keys of every other command's --json output are its table's"
+  else notok "README: --json keys: $out"; fi
+else
+  notok "README: could not make the files for the --json keys check"
 fi
 
 # 4. 'dcr help': a command's help, and an unknown command is a usage error.

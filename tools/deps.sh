@@ -24,6 +24,10 @@ command -v python3 >/dev/null 2>&1 || need="$need python3"
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need="$need python3-pytest"
 # python/tests/test_placement.py: placements over torch tensors (BF16 state_dicts, TP slices)
 /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need="$need python3-torch"
+# python/tests/test_install.py: the offline 'pip install --no-build-isolation --no-index'
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || need="$need python3-pip"
+/usr/bin/python3 -c 'import setuptools' >/dev/null 2>&1 || need="$need python3-setuptools"
+/usr/bin/python3 -c 'import wheel' >/dev/null 2>&1 || need="$need python3-wheel"
 command -v xxh128sum >/dev/null 2>&1 || need="$need xxhash"   # tests cross-check hashes
 command -v zstd >/dev/null 2>&1 || need="$need zstd"   # tools/spec_example.py decompresses frames
 command -v groff >/dev/null 2>&1 || need="$need groff-base"   # tests/readme_test.sh renders doc/dcr.1

@@ -68,15 +68,16 @@ def readme_blocks():
 
 
 def test_readme_python_examples_run(pairs, tmp_path, monkeypatch):
-    """The README's Python blocks marked python-test run, in an empty directory
-    holding a sample pair (base.safetensors, target.safetensors)."""
+    """The README's Python blocks marked python-test run in README order, each in
+    its own namespace, in one directory that starts with a sample pair
+    (base.safetensors, target.safetensors) and keeps what each block writes: a
+    later block reads what an earlier one made (the signing trainer's checkpoints,
+    bundles and keys, read by its worker), as a reader following along would."""
     blocks = readme_blocks()
-    assert len(blocks) >= 2
+    assert len(blocks) >= 6
     base, target = pairs["synth"]
+    os.symlink(base, tmp_path / "base.safetensors")
+    os.symlink(target, tmp_path / "target.safetensors")
+    monkeypatch.chdir(tmp_path)
     for i, code in enumerate(blocks):
-        d = tmp_path / f"block{i}"
-        d.mkdir()
-        os.symlink(base, d / "base.safetensors")
-        os.symlink(target, d / "target.safetensors")
-        monkeypatch.chdir(d)
         exec(compile(code, f"README.md python block {i + 1}", "exec"), {"__name__": f"readme{i}"})
