@@ -4,13 +4,13 @@
 # verified, with dcr bundles against full checkpoints through the same relays.
 #
 #   bash bench/fleet.sh [DCR] [--size 256M] [--workers 4] [--nodes 2]
-#                       [--rates 0.01,0.03] [--steps 2] [--overlap 2] [--warm] [--json]
-#                       [--dir DIR]
+#                       [--rates 0.01,0.03] [--steps 2] [--overlap 2] [--warm dcr|all|none] [--json]
+#                       [--verify chunk|full] [--format 1.1] [--dir DIR]
 #
 # Needs: `make` (DCR, default build/dcr, and the libdcr.so.1 beside it), nginx
 # and Debian's python3 with numpy (sh tools/deps.sh installs both; PYTHON names
 # another interpreter, default /usr/bin/python3 as `make python-test` uses),
-# bash, curl (--warm) and this machine's loopback interface. The Python package
+# bash, curl and this machine's loopback interface. The Python package
 # is used from python/ of this tree, bound to DCR's libdcr.so.1.
 #
 # The fleet, on loopback:
@@ -37,20 +37,29 @@
 # name (rR-stepK.dcr, rR-stepK.safetensors: no relay has it cached). Per step:
 #   dcr   the workers are loaded with state 0 (untimed), then told the bundle's
 #         URL at their node relay: dcr.Bundle(URL).apply_to(weights,
-#         verify="full") fetches the index and the changed chunks by range
-#         requests and patches the arrays held; "full" checks every tensor's base
-#         hash before writing and its target hash after, which proves the weights
-#         are the bundle's target state, and the worker checks that state is the
-#         step's (the id `dcr id` gives the publisher's file)
+#         verify=VERIFY) fetches the index and the changed chunks by range
+#         requests and patches the arrays held, and the worker checks that the
+#         bundle's target state is the step's (the id `dcr id` gives the
+#         publisher's file). --verify chunk (the default, the library's): every
+#         changed chunk's base digest is checked before anything is written and
+#         its result's after; the chunks not carried are the base's, proven by
+#         the verified load and every step since, so the weights are the target
+#         state. --verify full: every tensor's base hash before and target hash
+#         after, which proves it on its own (and reads every byte held)
 #   full  the same states as whole checkpoints: each worker downloads the
 #         safetensors file from its node relay to disk, loads it with
 #         dcr.load_safetensors and checks the file's dcr.state_id
 # The step's time runs from the link at the origin to the last worker's answer.
-# --warm: the publisher pulls the step's file through the tree before telling
-# the workers (one GET at the mid, then one at each node relay at once), inside
-# the step's time; the workers then find it cached. Without it the workers pull
-# it cold, and concurrent misses wait on a relay's cache lock, which nginx
-# checks every 500 ms: up to 0.5 s at each of the two levels.
+# --warm dcr (the default): the publisher pushes each bundle down the tree before
+# telling the workers, inside the step's time: a GET of its first byte at the mid
+# (which fetches the whole object from the origin into its cache, and sends one
+# byte), then one GET at each node relay at once; the workers then find it
+# cached. Full checkpoints are not pushed, which would cost them the overlap of
+# their hops (each relay streams what it receives on to the next): they go
+# through the tree as the workers pull them. --warm all pushes both, --warm none
+# neither; then workers pull bundles cold, and concurrent misses wait on a relay's
+# cache lock, which nginx checks every 500 ms: up to 0.5 s at each of the two
+# levels.
 # Reported per rate: the mean over steps of that time for each (dcr_s, full_s)
 # and their ratio; the means over steps of the slowest worker's own time
 # (worker_*_s: fetch and apply, or download, load and id) and of the slowest
@@ -59,7 +68,7 @@
 # access logs the body bytes the origin sent (origin_bytes_*, and origin_*_x:
 # that over the bytes published, 1.00 when the tree sends each object across
 # the slow link once) and those the mid relay sent to the node relays
-# (mid_bytes_*: NODES times the bytes published, NODES + 1 with --warm; mid_dcr_x:
+# (mid_bytes_*: NODES times the bytes published; mid_dcr_x:
 # the dcr bytes the mid sent over those published times NODES, 1.00 when each node
 # pulls each bundle across its link once, however many workers it has: issue #34
 # item 3, one fetch per node).
@@ -84,7 +93,7 @@
 # a worker failed a step (verified false).
 set -eu
 DCR=build/dcr
-SIZE=256M WORKERS=4 NODES=2 RATES=0.01,0.03 STEPS=2 OVERLAP=2 WARM=0 JSON=0 DIR=
+SIZE=256M WORKERS=4 NODES=2 RATES=0.01,0.03 STEPS=2 OVERLAP=2 WARM=dcr JSON=0 DIR='' VERIFY=chunk FORMAT=''
 LINK_S=10 # seconds one full checkpoint takes to leave the origin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -95,8 +104,14 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift 2 ;;
     --overlap) OVERLAP=$2; shift 2 ;;
     --json) JSON=1; shift ;;
-    --warm) WARM=1; shift ;;
+    --warm)
+      case $2 in dcr | all | none) WARM=$2 ;; *) echo "fleet.sh: --warm dcr, all or none, not $2" >&2; exit 2 ;; esac
+      shift 2 ;;
+    --verify)
+      case $2 in chunk | full) VERIFY=$2 ;; *) echo "fleet.sh: --verify chunk or full, not $2" >&2; exit 2 ;; esac
+      shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
+    --format) FORMAT=$2; shift 2 ;; # dcr encode --format: the bundles' version
     -*) echo "fleet.sh: unknown option $1" >&2; exit 2 ;;
     *) DCR=$1; shift ;;
   esac
@@ -136,8 +151,8 @@ for rate in "${RATE_LIST[@]}"; do
   say "rate $rate: a $SIZE pair and its two bundles"
   mkdir -p "r$rate"
   "$DCR" synth "r$rate/0.st" "r$rate/1.st" --size "$SIZE" --rate "$rate" -q -f
-  "$DCR" encode "r$rate/0.st" "r$rate/1.st" -o "r$rate/1.dcr" -q -f
-  "$DCR" encode "r$rate/1.st" "r$rate/0.st" -o "r$rate/0.dcr" -q -f
+  "$DCR" encode "r$rate/0.st" "r$rate/1.st" -o "r$rate/1.dcr" -q -f ${FORMAT:+--format "$FORMAT"}
+  "$DCR" encode "r$rate/1.st" "r$rate/0.st" -o "r$rate/0.dcr" -q -f ${FORMAT:+--format "$FORMAT"}
   for state in 0 1; do "$DCR" id "r$rate/$state.st" | cut -d' ' -f1 >"r$rate/$state.id"; done
 done
 CKPT_BYTES=$(stat -c %s "r${RATE_LIST[0]}/0.st")
@@ -160,7 +175,7 @@ exec {DONE}<>done.fifo # read-write: opening it never waits for a writer
 CMD=()
 for i in $(seq 0 $((WORKERS - 1))); do
   mkfifo "w$i.cmd"
-  "$PYTHON" "$ROOT/bench/fleet_worker.py" "w$i" "w$i.cmd" done.fifo "$W" &
+  "$PYTHON" "$ROOT/bench/fleet_worker.py" "w$i" "w$i.cmd" done.fifo "$W" "$VERIFY" &
   WORKER_PIDS+=($!)
   exec {fd}>"w$i.cmd"
   CMD+=("$fd")
@@ -190,10 +205,11 @@ tell_one() {
   echo "$1 $ANSWER" >>answers.log
 }
 
-# warm NAME: GETs NAME at the mid relay, then at every node relay at once
+# warm NAME: GETs NAME's first byte at the mid relay (proxy_cache fetches the whole
+# object whatever the range asked), then NAME at every node relay at once
 warm() {
   local port pids=() p
-  curl -sSf -o /dev/null "http://127.0.0.1:$MID/$1"
+  curl -sSf -r 0-0 -o /dev/null "http://127.0.0.1:$MID/$1"
   for port in "${NODE_PORTS[@]}"; do
     curl -sSf -o /dev/null "http://127.0.0.1:$port/$1" &
     pids+=($!)
@@ -213,7 +229,7 @@ for rate in "${RATE_LIST[@]}"; do
       id=$(cat "r$rate/$state.id")
       t0=$EPOCHREALTIME
       ln "$file" "www/$name"
-      [ "$WARM" = 0 ] || warm "$name"
+      if [ "$WARM" = all ] || [ "$WARM" = "$kind" ]; then warm "$name"; fi
       tell "$rate $kind $step" "$kind http://127.0.0.1:@PORT@/$name $id"
       t1=$EPOCHREALTIME
       echo "$rate $kind $step $(stat -c %s "$file") $t0 $t1" >>steps.log
@@ -253,7 +269,7 @@ touch links.log
 # answers.log ("RATE KIND STEP" then a worker's answer: its own seconds are field
 # 6, its first part's field 7) and the access logs (log_format dcr: the request path is field 2, the body
 # bytes field 5)
-awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v nodes="$NODES" -v warm="$WARM" '
+awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v nodes="$NODES" -v warm="$WARM" -v verify="$VERIFY" -v format="${FORMAT:-default}" '
   FILENAME == "steps.log" {
     if (!(($1) in seen)) { seen[$1] = 1; order[++nr] = $1 }
     t[$1, $2] += ($6 - $5) / steps; pub[$1, $2] += $4
@@ -298,7 +314,7 @@ awk -v steps="$STEPS" -v json="$JSON" -v size="$SIZE" -v workers="$WORKERS" -v n
         printf "\"worker_dcr_s\": %.3f, \"worker_full_s\": %.3f, ", ws[r, "dcr"], ws[r, "full"]
         printf "\"worker_dcr_open_s\": %.3f, \"worker_full_download_s\": %.3f, ", wp[r, "dcr"], wp[r, "full"]
         printf "\"dcr_steps_s\": [%s], \"full_steps_s\": [%s], ", list[r, "dcr"], list[r, "full"]
-        printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d, \"warm\": %s}", size, workers, nodes, steps, warm ? "true" : "false"
+        printf "\"size\": \"%s\", \"workers\": %d, \"nodes\": %d, \"steps\": %d, \"warm\": \"%s\", \"verify\": \"%s\", \"format\": \"%s\"}", size, workers, nodes, steps, warm, verify, format
       } else {
         printf "| %s | %.2f | %.2f | %.1fx | %s | %.0f | %.2f | %.2f | %.0f (%.2f) | %.0f (%.2f) | %.0f (%.2f) | %s |\n", r, t[r, "dcr"], t[r, "full"], t[r, "full"] / t[r, "dcr"], v, pub[r, "dcr"] / steps, ws[r, "dcr"], ws[r, "full"], od, od / pub[r, "dcr"], of, of / pub[r, "full"], md, mx, ov[r] ? sprintf("%.2f, %.2f, %.2f (%.2fx)", oa, of_, os_, ox) : "-"
       }

@@ -2,7 +2,9 @@
 """fleet_worker.py - one rollout worker of bench/fleet.sh: it holds a checkpoint's
 weights in memory and refits them when told to.
 
-  fleet_worker.py NAME CMD_FIFO DONE_FIFO WORK_DIR
+  fleet_worker.py NAME CMD_FIFO DONE_FIFO WORK_DIR [VERIFY]
+
+VERIFY is apply_to's verify (default "chunk", the library's): see refit_dcr.
 
 Started once and kept running, so that neither the interpreter's start nor the
 first load is in a step's time. Reads commands from CMD_FIFO, one a line, and
@@ -11,13 +13,13 @@ less than PIPE_BUF bytes, so lines never mix):
 
   load PATH     dcr.load_checkpoint(PATH) becomes the weights held (set-up, untimed)
   dcr URL ID    dcr.Bundle(URL) (read by range requests) .apply_to(weights,
-                verify="full"), and the bundle's target state must be ID
+                verify=VERIFY), and the bundle's target state must be ID
   full URL ID   downloads URL to WORK_DIR/NAME.safetensors, loads it with
                 dcr.load_safetensors (it becomes the weights held) and checks that
                 dcr.state_id of the file is ID
 
   applytime PATH
-                the time of dcr.Bundle(PATH).apply_to(weights, verify="full"),
+                the time of dcr.Bundle(PATH).apply_to(weights, verify=VERIFY),
                 a local file, after which the weights are put back as they were
   overlap PATH FETCH_URL STREAM_URL ID
                 the overlap of fetch and apply (issue #34 item 2), three times
@@ -41,15 +43,19 @@ import numpy as np
 
 import dcr
 
+VERIFY = sys.argv[5] if len(sys.argv) > 5 else "chunk"
+
 
 def refit_dcr(weights, url, target):
     t0 = time.monotonic()
     bundle = dcr.Bundle(url)
     opened = time.monotonic() - t0
-    # "full" checks every tensor the bundle names against its base hash before
-    # anything is written and every result against its target hash: with every
-    # weight tensor held, that proves the weights are now the bundle's target state
-    bundle.apply_to(weights, verify="full")
+    # "chunk" checks each changed chunk against its base digest before anything is
+    # written and its result against its target digest; the chunks a bundle does not
+    # carry are the base's, which the load (its state id) and every step before
+    # proved, so the weights are the bundle's target state. "full" hashes every
+    # tensor the bundle names, before and after, and proves it without that chain.
+    bundle.apply_to(weights, verify=VERIFY)
     if bundle.target_state != target:
         raise ValueError(f"the bundle's target is {bundle.target_state}, not {target}")
     return weights, opened, bundle.fetch_stats.bytes_fetched
@@ -60,7 +66,7 @@ def apply_time(weights, path):
     put back (untimed), so that they stay the bundle's base."""
     kept = {name: np.array(a, copy=True) for name, a in weights.items()}
     t0 = time.monotonic()
-    dcr.Bundle(path).apply_to(weights, verify="full")
+    dcr.Bundle(path).apply_to(weights, verify=VERIFY)
     seconds = time.monotonic() - t0
     for name, a in kept.items():
         np.copyto(weights[name], a)

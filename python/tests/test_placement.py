@@ -177,6 +177,34 @@ def test_wholly_held_chunks_are_checked_before_anything_is_written(tmp_path: Any
     assert all(np.array_equal(x, y) for x, y in zip(before, worker.arrays()))
 
 
+@pytest.mark.parametrize("fmt", ["1.1", None])
+def test_chunks_held_across_blocks_are_checked(tmp_path: Any, fmt: Any) -> None:
+    """Every chunk of "down" held by one worker in two column blocks (both ranks'
+    slices): checked from the blocks, a piece at a time, before anything is written;
+    a wrong byte in either block refuses the bundle; applied twice, it is seen."""
+    base, target = model()
+    b = bundle(tmp_path, base, target, **({"format": fmt} if fmt else {}))
+
+    def halves(src: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        return [src["down"][:, : I // 2].copy(), src["down"][:, I // 2:].copy()]
+
+    def places(held: List[np.ndarray]) -> Dict[str, Any]:
+        return {"down": [dcr.Place(held[0], cols=(0, I // 2)), dcr.Place(held[1], cols=(I // 2, I))]}
+
+    for k in (0, 1):
+        held = halves(base)
+        held[k][H - 1, 3] ^= 0x0001
+        before = [a.copy() for a in held]
+        with pytest.raises(dcr.BaseMismatchError, match="held blocks"):
+            b.apply_to(places(held))
+        assert all(np.array_equal(x, y) for x, y in zip(before, held))
+    held = halves(base)
+    stats = b.apply_to(places(held))
+    assert stats.chunks_unchecked == 0 and all(np.array_equal(x, y) for x, y in zip(held, halves(target)))
+    again = b.apply_to(places(held), base=base)  # blocks at the target, whole base given: still seen
+    assert again.already_target and again.bytes_written == 0
+
+
 def test_applied_twice_is_recognized(tmp_path: Any) -> None:
     base, target = model()
     b = bundle(tmp_path, base, target)
