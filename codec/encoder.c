@@ -177,9 +177,8 @@ static int build_manifest(encoder *e, dcr_detail *d) {
    * coded, so a bundle is 1.2 (1.3) when its chunks may be DELTA_CLASSED
    * (DELTA_BANDED), which is when a tensor is coded against its base and that
    * version is allowed (tensors named by options.sliced aside: never ranked). */
-  uint64_t hits;
   int rc = dcr__match_entries(&e->man, e->opt->sliced, e->opt->sliced_count, "the checkpoints",
-                              &e->sliced, &hits, d);
+                              &e->sliced, NULL, d);
   if (rc) return rc;
   if (e->opt->max_minor >= 2 && minor < 2 && dcr__manifest_has_base_coded(&e->man, e->sliced))
     minor = (unsigned)e->opt->max_minor; /* 2: DELTA_CLASSED; 3: DELTA_BANDED */

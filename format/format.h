@@ -319,7 +319,8 @@ static inline int dcr__selected(const dcr_reader *r, uint64_t i) {
 }
 /* The manifest entries whose names match any of the fnmatch patterns: *out, one
  * byte per entry (1: matched), or NULL when count is 0. A pattern that matches no
- * entry is DCR_E_ARGUMENT (naming `what`: "the bundle"...). *hits: entries matched. */
+ * entry is DCR_E_ARGUMENT (naming `what`: "the bundle"...). *hits (if not NULL): entries
+ * matched. */
 DCR_HIDDEN int dcr__match_entries(const dcr__manifest *m, const char *const *patterns,
                                   size_t count, const char *what, uint8_t **out, uint64_t *hits,
                                   dcr_detail *d);

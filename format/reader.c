@@ -594,8 +594,9 @@ int dcr__reader_open_ops(dcr_reader **out, const dcr__source_ops *ops, void *ctx
 
 int dcr__match_entries(const dcr__manifest *m, const char *const *patterns, size_t count,
                        const char *what, uint8_t **out, uint64_t *hits, dcr_detail *d) {
+  uint64_t matched = 0;
   *out = NULL;
-  *hits = 0;
+  if (hits) *hits = 0;
   if (!count) return DCR_OK;
   uint8_t *sel = calloc((size_t)m->entry_count + 1, 1);
   char *name = malloc(UINT16_MAX + 1);
@@ -607,7 +608,7 @@ int dcr__match_entries(const dcr__manifest *m, const char *const *patterns, size
       name[m->entries[i].name_length] = 0;
       if (fnmatch(patterns[k], name, 0)) continue;
       any = 1;
-      if (!sel[i]) sel[i] = 1, ++*hits;
+      if (!sel[i]) sel[i] = 1, matched++;
     }
     if (!any) {
       free(sel), free(name);
@@ -617,6 +618,7 @@ int dcr__match_entries(const dcr__manifest *m, const char *const *patterns, size
   }
   free(name);
   *out = sel;
+  if (hits) *hits = matched;
   return DCR_OK;
 }
 

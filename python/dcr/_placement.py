@@ -14,8 +14,6 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import numpy as np
-
 from . import _lib
 from ._buffers import Region, region
 from ._errors import argument_error, check
@@ -82,12 +80,7 @@ def placed(tensors: Mapping[str, Any]) -> bool:
 def _block(place: Place, shape: Sequence[int], esize: int, name: str) -> Tuple[Any, Region]:
     """The dcr_placement of one Place of a tensor of this shape."""
     what = f'tensor "{name}"'
-    buf = place.buffer
-    if type(buf) is np.ndarray and (buf.dtype.byteorder != ">" or buf.itemsize == 1):  # the common case, fast
-        r = Region(buf.__array_interface__["data"][0], buf.nbytes, bool(buf.flags.writeable), buf,
-                   None, buf.shape, buf.strides, buf.itemsize)
-    else:
-        r = region(buf, what, strided=True)
+    r = region(place.buffer, what, strided=True)
     if r.itemsize != esize:
         raise argument_error(
             f"{what}: the buffer's elements have {r.itemsize} bytes; the tensor's have {esize}", name)
