@@ -366,8 +366,8 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
 
 #define TABLE_SIZE (1u << CODE_MAX)
 
-/* Reads band b's code lengths at *p (checked against end): fills the lookup table
- * (entry: symbol << 4 | length; 0 where no code starts) and *nsym. */
+/* Reads band b's code lengths at *p (checked against end): fills *nsym and, unless
+ * NULL, the lookup table (entry: symbol << 4 | length; 0 where no code starts). */
 static int read_code(const uint8_t **p, const uint8_t *end, unsigned most, uint16_t *table,
                      unsigned *nsym, size_t b, dcr_detail *d) {
   if (*p == end) return dcr__fail(d, DCR_E_ENCODING, "band %zu's code cut short", b);
@@ -392,6 +392,8 @@ static int read_code(const uint8_t **p, const uint8_t *end, unsigned most, uint1
     return dcr__fail(d, DCR_E_ENCODING, "band %zu: its last symbol has no code", b);
   if (kraft != TABLE_SIZE && !(coded == 1 && kraft == TABLE_SIZE / 2))
     return dcr__fail(d, DCR_E_ENCODING, "band %zu: the code lengths are not a complete code", b);
+  *nsym = top;
+  if (!table) return DCR_OK;
   unsigned code[SYMS_MAX];
   canonical_codes(len, top, code);
   memset(table, 0, TABLE_SIZE * sizeof *table);
@@ -399,16 +401,49 @@ static int read_code(const uint8_t **p, const uint8_t *end, unsigned most, uint1
     if (len[s])
       for (unsigned j = code[s]; j < TABLE_SIZE; j += 1u << len[s])
         table[j] = (uint16_t)(s << 4 | len[s]);
-  *nsym = top;
   return DCR_OK;
 }
+
+/* The values of elements of up to 4 bytes (a code and at most 31 stored bits: 42
+ * bits) while 16 bytes of the stream remain past the one read from: from a 64-bit
+ * buffer that holds at least 42 unread bits, refilled by one load when it runs
+ * low, so a value costs one table lookup and a shift. Stops at the first value
+ * with no code or too large (read_values says which). */
+#define FAST_VALUES(T)                                                             \
+  {                                                                                \
+    const uint8_t *p = v + (bit >> 3);                                             \
+    uint64_t buf = dcr__le64(p) >> (bit & 7);                                      \
+    unsigned avail = 64 - (unsigned)(bit & 7);                                     \
+    for (; i < k; i++) {                                                           \
+      if (avail < CODE_MAX + 31) {                                                 \
+        if ((bit >> 3) + 16 > bytes) break;                                        \
+        buf = dcr__le64(v + (bit >> 3)) >> (bit & 7);                              \
+        avail = 64 - (unsigned)(bit & 7);                                          \
+      }                                                                            \
+      unsigned e = table[buf & (TABLE_SIZE - 1)], l = e & 15, s = e >> 4, L = s >> 1; \
+      uint64_t x = (buf >> l) & (((uint64_t)1 << L) - 1);                          \
+      if (!l || (L == B - 1 && (x || !(s & 1)))) break;                            \
+      buf >>= l + L;                                                               \
+      avail -= l + L;                                                              \
+      bit += l + L;                                                                \
+      T z = (T)(((uint64_t)1 << L | x) * 2 - (s & 1));                             \
+      memcpy(values + (size_t)i * sizeof(T), &z, sizeof(T));                       \
+    }                                                                              \
+  }
 
 /* Decodes k values of band b from bit *at of the value stream into values. */
 static int read_values(const uint8_t *v, size_t bytes, uint64_t *at, const uint16_t *table,
                        unsigned B, uint32_t k, uint8_t *values, unsigned esize, size_t b,
                        dcr_detail *d) {
   uint64_t bit = *at, total = (uint64_t)bytes * 8, half = (uint64_t)1 << (B - 1);
-  for (uint32_t i = 0; i < k; i++) {
+  uint32_t i = 0;
+  if ((bit >> 3) + 16 <= bytes) switch (esize) {
+      case 1: FAST_VALUES(uint8_t) break;
+      case 2: FAST_VALUES(uint16_t) break;
+      case 4: FAST_VALUES(uint32_t) break;
+      default: break;
+    }
+  for (; i < k; i++) {
     uint64_t w = dcr__bits_window(v, bytes, (size_t)(bit >> 3)) >> (bit & 7);
     unsigned e = table[w & (TABLE_SIZE - 1)], l = e & 15, s = e >> 4, L = s >> 1;
     if (!l) return dcr__fail(d, DCR_E_ENCODING, "band %zu: no value code here", b);
@@ -477,34 +512,57 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
   uint16_t lookup[TABLE_SIZE];
   unsigned nsym;
   for (size_t b = 0; b < bands; b++) { /* checked now, read again below */
-    int rc = k[b] ? read_code(&p, end, 16 * esize, lookup, &nsym, b, d) : DCR_OK;
+    int rc = k[b] ? read_code(&p, end, 16 * esize, NULL, &nsym, b, d) : DCR_OK;
     if (rc) return rc;
   }
-  size_t slots = 0;
+  /* The ranks, decoded once as they are checked: a band's go where its values
+   * go, in bw->pos; an inverted band's unchanged ones to bw->listed. */
+  dcr__bands *bw = &cls->bw;
+  if (dcr__bands_reserve(bw, count, 0))
+    return dcr__fail(d, DCR_E_NOMEM, "cannot hold a chunk's %zu ranks", count);
+  size_t listed_total = 0, list_at[DCR__BANDS_MAX];
+  uint32_t first = 0;
+  bw->impossible = 0;
   for (size_t b = 0; b < bands; b++) {
+    dcr__band *bd = &bw->band[b];
+    bd->first = first;
+    bd->end = first += k[b];
+    bd->inverted = (uint8_t)(inverted >> b & 1);
+    bd->listed = 0;
+    list_at[b] = 0;
     if (!k[b]) continue;
     size_t listed = k[b], below = n;
-    cls->listed[slots] = UINT32_MAX;
-    if (inverted >> b & 1) { /* the band has k + listed elements; the stream lists the latter */
+    uint32_t *out = bw->pos + bd->first;
+    if (bd->inverted) { /* the band has k + listed elements; the stream lists the latter */
       if ((size_t)(end - p) < 4) return dcr__fail(d, DCR_E_POSITION, "band %zu's count cut short", b);
       listed = dcr__le32(p);
       p += 4;
       if (listed > n - k[b])
         return dcr__fail(d, DCR_E_POSITION, "inverted band %zu lists %zu unchanged elements; the "
                          "chunk has room for %zu", b, listed, n - k[b]);
-      cls->listed[slots] = (uint32_t)listed;
       below = k[b] + listed;
+      /* More changes and unchanged elements than the chunk has cannot apply to any
+       * base (R-BND-7, found by the walk); the streams are still checked. */
+      if (count + listed_total + listed > n) bw->impossible = 1;
+      out = NULL;
+      if (!bw->impossible && listed) {
+        if (dcr__bands_reserve(bw, count, listed_total + listed))
+          return dcr__fail(d, DCR_E_NOMEM, "cannot hold %zu unchanged ranks",
+                           listed_total + listed);
+        out = bw->listed + listed_total;
+      }
+      bd->listed = (uint32_t)listed;
+      list_at[b] = listed_total;
+      listed_total += listed;
     }
-    cls->stream_length[slots] = 0;
-    int rc = listed ? dcr__golomb_read(p, (size_t)(end - p), listed, below,
-                                       &cls->stream_length[slots], d)
+    size_t used = 0;
+    int rc = listed ? dcr__golomb_read(p, (size_t)(end - p), listed, below, out, &used, d)
                     : DCR_OK;
     if (rc) return rc;
-    cls->stream[slots] = p;
-    cls->unit[slots] = (uint16_t)b;
-    cls->changes[slots++] = k[b];
-    p += cls->stream_length[slots - 1];
+    p += used;
   }
+  for (size_t b = 0; b < bands; b++)
+    bw->band[b].list = bw->listed ? bw->listed + list_at[b] : NULL;
   uint64_t at = 0;
   size_t bytes = (size_t)(end - p), done = 0;
   for (size_t b = 0; b < bands; b++) {
@@ -519,11 +577,15 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
   if ((at + 7) / 8 != bytes || ((at & 7) && p[bytes - 1] >> (at & 7)))
     return dcr__fail(d, DCR_E_ENCODING, "value stream does not end where its last value does");
   cls->banded = 1;
-  cls->bands = bands;
+  bw->bands = bands;
+  memset(bw->onehot, 0, sizeof bw->onehot);
   for (size_t b = 0; b < bands; b++) {
-    for (size_t c = lo[b]; c < lo[b + 1]; c++) cls->band_of[c] = (uint8_t)b;
-    cls->band_lo[b] = (uint8_t)lo[b];
+    for (size_t c = lo[b]; c < lo[b + 1]; c++) {
+      bw->band_of[c] = (uint8_t)b;
+      if (c < sizeof bw->onehot) bw->onehot[c] = (uint8_t)(1u << b);
+    }
+    bw->lo[b] = (uint8_t)lo[b];
   }
-  dcr__walk_begin(cls, dtype, bands, slots);
+  dcr__bands_begin(bw, dtype);
   return DCR_OK;
 }

@@ -170,10 +170,9 @@ size_t dcr__classed_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacit
 /* Slot s's next rank (it has one: its changes are not all met). */
 static inline uint32_t next_rank(dcr__classed *cls, size_t s) {
   if (cls->slot[s].used == cls->slot[s].have) {
-    uint32_t unread = cls->slot[s].inverted ? cls->slot[s].listed : cls->slot[s].changes;
+    uint32_t unread = cls->slot[s].changes;
     uint32_t k = unread < RANKS_AHEAD ? unread : RANKS_AHEAD;
-    if (cls->banded) dcr__golomb_take(&cls->slot[s].golomb, cls->ranks[s], k);
-    else dcr__positions_take(&cls->slot[s].cursor, cls->ranks[s], k);
+    dcr__positions_take(&cls->slot[s].cursor, cls->ranks[s], k);
     cls->slot[s].have = (uint8_t)k;
     cls->slot[s].used = 0;
   }
@@ -181,11 +180,16 @@ static inline uint32_t next_rank(dcr__classed *cls, size_t s) {
 }
 
 int dcr__classed_decoder_init(dcr__classed **cls) {
-  *cls = malloc(sizeof **cls);
+  *cls = calloc(1, sizeof **cls);
   return *cls ? DCR_OK : DCR_E_NOMEM;
 }
 
-void dcr__classed_decoder_free(dcr__classed *cls) { free(cls); }
+void dcr__classed_decoder_free(dcr__classed *cls) {
+  if (cls) dcr__bands_free(&cls->bw);
+  free(cls);
+}
+
+static void walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots);
 
 int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, int dtype,
                          size_t n, size_t count, uint8_t *values, const volatile int *cancel,
@@ -244,11 +248,13 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
   if (!dcr__rc_finished(&rc))
     return dcr__fail(d, DCR_E_ENCODING, "value stream does not end where its last value does");
   cls->banded = 0;
-  dcr__walk_begin(cls, dtype, classes, m);
+  walk_begin(cls, dtype, classes, m);
   return DCR_OK;
 }
 
-void dcr__walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots) {
+/* Begins a chunk's walk over the `slots` classes the streams listed (of `units`
+ * in all), their values from index Σ changes[0..s) on, in slot order. */
+static void walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots) {
   unsigned shift, bits = dcr__class_bits(dtype, &shift);
   dcr__classed_record(cls, NULL, NULL);
   cls->esize = dcr_dtype_size(dtype);
@@ -265,24 +271,7 @@ void dcr__walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots) {
     at += cls->changes[s];
     cls->slot[s].have = cls->slot[s].used = 0;
     cls->active[s] = u;
-    /* An inverted band (§9.5) lists its unchanged elements: each element of it is met
-     * (left 0), and change() tells the listed ones from the changes. */
-    uint32_t listed = cls->banded ? cls->listed[s] : UINT32_MAX;
-    cls->slot[s].inverted = listed != UINT32_MAX;
-    cls->slot[s].listed = cls->slot[s].inverted ? listed : 0;
-    cls->slot[s].seen = 0;
-    cls->slot[s].overflow = 0;
-    if (cls->banded) {
-      if (cls->stream_length[s])
-        dcr__golomb_start(&cls->slot[s].golomb, cls->stream[s], cls->stream_length[s]);
-    } else {
-      dcr__positions_start(&cls->slot[s].cursor, cls->stream[s], cls->stream_length[s]);
-    }
-    if (cls->slot[s].inverted) {
-      cls->slot[s].next = listed ? next_rank(cls, s) : UINT64_MAX;
-      cls->left[u] = 0;
-      continue;
-    }
+    dcr__positions_start(&cls->slot[s].cursor, cls->stream[s], cls->stream_length[s]);
     uint32_t r = next_rank(cls, s);
     cls->slot[s].next = r;
     cls->left[u] = r;
@@ -292,36 +281,9 @@ void dcr__walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots) {
 
 /* The rare path of the walk: element i (of class c) is its class's next change:
  * applied to out (unless NULL), recorded if dcr__classed_record asked for it. */
-/* change() in an inverted band (§9.5): every element of it is met here. */
-static __attribute__((noinline)) void change_inverted(dcr__classed *cls, size_t c, size_t s,
-                                                      size_t i, uint8_t *out,
-                                                      const uint8_t *values) {
-  unsigned esize = cls->esize;
-  cls->left[c] = 0;
-  if (cls->slot[s].seen++ == cls->slot[s].next) { /* listed: unchanged */
-    cls->slot[s].next = --cls->slot[s].listed ? next_rank(cls, s) : UINT64_MAX;
-    return;
-  }
-  if (!cls->slot[s].changes) { /* more elements than the band's changes and listed */
-    cls->slot[s].overflow = 1;
-    return;
-  }
-  cls->slot[s].changes--;
-  const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
-  if (out) dcr__delta_apply(out + i * esize, v, esize);
-  if (cls->taken_pos) {
-    cls->taken_pos[cls->taken] = (uint32_t)i;
-    memcpy(cls->taken_values + cls->taken++ * esize, v, esize);
-  }
-}
-
 static inline __attribute__((always_inline)) void change(dcr__classed *cls, size_t c, size_t i, uint8_t *out, const uint8_t *values) {
   unsigned esize = cls->esize;
   size_t s = cls->map[c];
-  if (__builtin_expect(cls->slot[s].inverted, 0)) {
-    change_inverted(cls, c, s, i, out, values);
-    return;
-  }
   const uint8_t *v = values + (size_t)cls->slot[s].value++ * esize;
   if (out) dcr__delta_apply(out + i * esize, v, esize);
   if (cls->taken_pos) {
@@ -361,30 +323,12 @@ static inline __attribute__((always_inline)) void change(dcr__classed *cls, size
     default: BODY(uint64_t, shift, mask) break;                                  \
   }
 
-/* The same with bands for units: one lookup more an element. */
-#define WALK_BANDS(T, SHIFT, MASK)                                               \
-  for (size_t i = first; i < last; i++) {                                        \
-    T u;                                                                         \
-    memcpy(&u, base + i * sizeof(T), sizeof(T));                                 \
-    size_t c = band_of[((uint64_t)u >> (SHIFT)) & (MASK)];                       \
-    if (__builtin_expect(left[c]-- == 0, 0)) change(cls, c, i, out, values);     \
-  }
-
 static void walk_scalar(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                         uint8_t *out, size_t first, size_t last) {
   unsigned shift = cls->shift;
   uint64_t mask = cls->mask;
   uint32_t *left = cls->left;
   BY_DTYPE(WALK)
-}
-
-static void walk_bands_scalar(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
-                              uint8_t *out, size_t first, size_t last) {
-  unsigned shift = cls->shift;
-  uint64_t mask = cls->mask;
-  uint32_t *left = cls->left;
-  const uint8_t *band_of = cls->band_of;
-  BY_DTYPE(WALK_BANDS)
 }
 
 /* The count changes met put in element order: met in order but within a group of
@@ -417,8 +361,7 @@ static void sort_met(uint32_t *pos, uint8_t *values, size_t count, unsigned esiz
  * weights lists some twenty), so past GROUP_CLASSES_MAX the scalar walk goes on.
  * It needs AVX2 (or AVX-512BW), BMI2 and POPCNT, chosen at run time; elsewhere
  * (and in portable C the masks cost more than the scalar walk) the scalar walk
- * runs. Bands (1.3) are at most 8 ranges of classes, walked the same way
- * (BAND_GROUPS below). */
+ * runs. (Bands, 1.3, have a walk of their own: band_walk.c.) */
 int dcr__classed_vector = 1;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -528,69 +471,15 @@ __attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_groups_
 }
 
 
-/* Bands: the group walk as for classes, band b's elements being those whose class
- * byte is at least its first class and below the next band's: one or two
- * compares (MASK(b)). */
-#define BAND_GROUPS(LOAD, MASK)                                                    \
-  uint8_t cb[GROUP];                                                               \
-  pending pend[GROUP_CLASSES_MAX];                                                 \
-  uint32_t *left = cls->left;                                                      \
-  for (size_t i = first; i < last; i += GROUP) {                                   \
-    class_bytes(cls, base + i * cls->esize, cb);                                   \
-    LOAD(cb);                                                                      \
-    size_t np = 0, n = cls->nactive;                                               \
-    for (size_t a = 0; a < n; a++) {                                               \
-      size_t b = cls->active[a];                                                   \
-      uint64_t m = MASK(b);                                                        \
-      uint32_t cnt = (uint32_t)__builtin_popcountll(m), *l = &left[b];             \
-      size_t here = cnt > *l;                                                      \
-      pend[np].m = m, pend[np].a = a, np += here;                                  \
-      *l -= here ? 0 : cnt;                                                        \
-    }                                                                              \
-    if (np) group_changes(cls, pend, np, i, out, values);                          \
-  }
-
-/* x >= t, unsigned bytes: max(x, t) = x; the first band starts at 0, the last
- * ends at 255 (lo_of[bands] is 256: never reached). */
-#define AVX2_GE_HALF(v, b) \
-  ((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(v, lo_of[b]), v)))
-#define AVX2_GE(b) (AVX2_GE_HALF(lo, b) | (uint64_t)AVX2_GE_HALF(hi, b) << 32)
-#define AVX2_BAND(b) \
-  ((b ? AVX2_GE(b) : ~(uint64_t)0) & (b + 1 < cls->bands ? ~AVX2_GE(b + 1) : ~(uint64_t)0))
-__attribute__((target("avx2,bmi2,popcnt"))) static void walk_bands_avx2(
-    dcr__classed *cls, const uint8_t *values, const uint8_t *base, uint8_t *out, size_t first,
-    size_t last) {
-  __m256i lo, hi, lo_of[DCR__BANDS_MAX];
-  for (size_t b = 0; b < cls->bands; b++) lo_of[b] = _mm256_set1_epi8((char)cls->band_lo[b]);
-#define AVX2_LOAD(p) \
-  (lo = _mm256_loadu_si256((const __m256i *)(p)), hi = _mm256_loadu_si256((const __m256i *)(p) + 1))
-  BAND_GROUPS(AVX2_LOAD, AVX2_BAND)
-}
-
-/* AVX-512BW: the second compare is masked by the first. */
-#define AVX512_BAND(b)                                                                   \
-  (b + 1 < cls->bands                                                                    \
-       ? _mm512_mask_cmplt_epu8_mask(b ? _mm512_cmpge_epu8_mask(all, lo_of[b]) : ~0ULL,  \
-                                     all, lo_of[b + 1])                                  \
-       : _mm512_cmpge_epu8_mask(all, lo_of[b]))
-__attribute__((target("avx512f,avx512bw,bmi2,popcnt"))) static void walk_bands_avx512(
-    dcr__classed *cls, const uint8_t *values, const uint8_t *base, uint8_t *out, size_t first,
-    size_t last) {
-  __m512i all, lo_of[DCR__BANDS_MAX];
-  for (size_t b = 0; b < cls->bands; b++) lo_of[b] = _mm512_set1_epi8((char)cls->band_lo[b]);
-#define AVX512_LOAD(p) (all = _mm512_loadu_si512((const void *)(p)))
-  BAND_GROUPS(AVX512_LOAD, AVX512_BAND)
-}
-
 /* Walks [first, end) in groups if this CPU can (end - first a multiple of GROUP);
  * returns whether it did. */
 static int walk_groups(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                        uint8_t *out, size_t first, size_t end) {
   if (!__builtin_cpu_supports("bmi2") || !__builtin_cpu_supports("popcnt")) return 0;
   if (dcr__classed_vector == 1 && __builtin_cpu_supports("avx512bw"))
-    (cls->banded ? walk_bands_avx512 : walk_groups_avx512)(cls, values, base, out, first, end);
+    walk_groups_avx512(cls, values, base, out, first, end);
   else if (__builtin_cpu_supports("avx2"))
-    (cls->banded ? walk_bands_avx2 : walk_groups_avx2)(cls, values, base, out, first, end);
+    walk_groups_avx2(cls, values, base, out, first, end);
   else
     return 0;
   return 1;
@@ -599,6 +488,10 @@ static int walk_groups(dcr__classed *cls, const uint8_t *values, const uint8_t *
 
 void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                        uint8_t *out, size_t first, size_t last) {
+  if (cls->banded) {
+    dcr__bands_walk(&cls->bw, values, base, out, first, last);
+    return;
+  }
 #ifdef GROUP_WALK
   /* Groups need class bytes (at most 2^8 classes); they meet a group's changes
    * class by class (an applied one touches its own element only; recorded ones
@@ -608,17 +501,19 @@ void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *
       walk_groups(cls, values, base, out, first, end))
     first = end;
 #endif
-  (cls->banded ? walk_bands_scalar : walk_scalar)(cls, values, base, out, first, last);
+  walk_scalar(cls, values, base, out, first, last);
 }
 
 void dcr__classed_record(dcr__classed *cls, uint32_t *pos, uint8_t *values) {
   cls->taken_pos = pos;
   cls->taken_values = values;
   cls->taken = 0;
+  dcr__bands_record(&cls->bw, pos, values);
 }
 
 size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                             size_t n, uint32_t *pos, uint8_t *out_values) {
+  if (cls->banded) return dcr__bands_collect(&cls->bw, values, base, n, pos, out_values);
   dcr__classed_record(cls, pos, out_values);
   dcr__classed_walk(cls, values, base, NULL, 0, n);
   size_t met = cls->taken;
@@ -628,17 +523,10 @@ size_t dcr__classed_collect(dcr__classed *cls, const uint8_t *values, const uint
 }
 
 int dcr__classed_end(const dcr__classed *cls, dcr_detail *d) {
-  const char *unit = cls->banded ? "band" : "class";
-  for (size_t s = 0; s < cls->slots; s++) {
-    if (cls->slot[s].inverted && (cls->slot[s].changes || cls->slot[s].listed ||
-                                  cls->slot[s].overflow))
-      return dcr__fail(d, DCR_E_POSITION, "inverted band %u has %llu elements in the base; its "
-                       "changes and listed ranks say %llu", cls->unit[s],
-                       (unsigned long long)cls->slot[s].seen,
-                       (unsigned long long)cls->changes[s] + cls->listed[s]);
+  if (cls->banded) return dcr__bands_end(&cls->bw, d);
+  for (size_t s = 0; s < cls->slots; s++)
     if (cls->slot[s].changes)
-      return dcr__fail(d, DCR_E_POSITION, "a %s has fewer elements in the base than its "
-                       "change at rank %llu needs", unit, (unsigned long long)cls->slot[s].next);
-  }
+      return dcr__fail(d, DCR_E_POSITION, "a class has fewer elements in the base than its "
+                       "change at rank %llu needs", (unsigned long long)cls->slot[s].next);
   return DCR_OK;
 }

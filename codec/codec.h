@@ -124,18 +124,10 @@ DCR_HIDDEN void dcr__positions_take(dcr__positions_cursor *c, uint32_t *out, siz
  * DCR__POSITIONS_BOUND(last + 1) and 4 a position. */
 DCR_HIDDEN size_t dcr__golomb_write(uint8_t *out, const uint32_t *pos, size_t count);
 /* Checks a stream of exactly count positions below n at in[0..length) by every
- * rule of §9.5; *used gets its length. DCR_E_POSITION otherwise. */
+ * rule of §9.5; *used gets its length, and out (unless NULL) the positions.
+ * DCR_E_POSITION otherwise. */
 DCR_HIDDEN int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n,
-                                size_t *used, dcr_detail *d);
-/* Reads a checked stream again, in batches. */
-typedef struct {
-  const uint8_t *bits;
-  size_t bytes;
-  uint64_t at, next, m, u;
-  unsigned b;
-} dcr__golomb_cursor;
-DCR_HIDDEN void dcr__golomb_start(dcr__golomb_cursor *c, const uint8_t *in, size_t length);
-DCR_HIDDEN void dcr__golomb_take(dcr__golomb_cursor *c, uint32_t *out, size_t count);
+                                uint32_t *out, size_t *used, dcr_detail *d);
 
 /* ---- classed.c: DELTA_CLASSED (§9.4, format 1.2) */
 #define DCR__CLASSES_MAX 2048 /* 2^11: F64's exponent field */
@@ -186,15 +178,15 @@ DCR_HIDDEN int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_
 DCR_HIDDEN void dcr__classed_walk(dcr__classed *cls, const uint8_t *values, const uint8_t *base,
                                   uint8_t *out, size_t first, size_t last);
 /* Which walk dcr__classed_walk takes (the results never depend on it; tests set
- * it): 0 the scalar one; 1 (the default) the group walk with the CPU's best vector
- * instructions where it has them (AVX-512BW, else AVX2); 2 the same with AVX2
- * even where AVX-512BW is. */
+ * it): 0 the scalar one; 1 (the default) the CPU's best vector instructions where
+ * it has them (bands: AVX-512 VBMI with GFNI and VPOPCNTDQ, else AVX2; classes:
+ * AVX-512BW, else AVX2); 2 the same with AVX2 even where AVX-512 is. */
 DCR_HIDDEN extern int dcr__classed_vector;
 /* From now until the next chunk's streams, each change the walk meets is also
- * recorded, in the order met (by class or band within 64 elements, not element
- * order):
- * its element index to pos, its value (a zigzag delta) to values; room for the
- * chunk's count. NULL stops it. */
+ * recorded, not in element order (classes: in the order met, by class within 64
+ * elements; bands: at its value's index, band by band): its element index to
+ * pos, its value (a zigzag delta) to values; room for the chunk's count. NULL
+ * stops it. */
 DCR_HIDDEN void dcr__classed_record(dcr__classed *cls, uint32_t *pos, uint8_t *values);
 /* The same walk over a whole chunk of n elements, for dcr_changes: each change is
  * recorded, not applied: its element index to pos and its value to out_values,

@@ -126,8 +126,8 @@ static inline __attribute__((always_inline)) int gap(const uint8_t *bits, size_t
   return slow_gap(bits, bytes, at, g, room, v);
 }
 
-int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n, size_t *used,
-                     dcr_detail *d) {
+int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n, uint32_t *out,
+                     size_t *used, dcr_detail *d) {
   if (length < 4) return dcr__fail(d, DCR_E_POSITION, "rank stream has no divisor");
   uint64_t m = dcr__le32(in);
   if (m == 0 || m > DCR__GOLOMB_MAX)
@@ -138,11 +138,43 @@ int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n, s
   size_t bytes = length - 4;
   uint64_t at = 0, next = 0;
   for (size_t i = 0; i < count; i++) {
+    /* While 16 bytes remain past the one read from, a run of gaps from a 64-bit
+     * buffer, refilled by one load when fewer bits remain than the longest
+     * remainder and a few of quotient need; anything else (a long quotient, a gap
+     * past the chunk) is read by gap(), which says what is wrong. */
+    if ((at >> 3) + 16 <= bytes && g.b) {
+      uint64_t buf = dcr__le64(bits + (at >> 3)) >> (at & 7), x, r, v;
+      unsigned avail = 64 - (unsigned)(at & 7);
+      for (; i < count; i++) {
+        unsigned q = (unsigned)__builtin_ctzll(~buf | (uint64_t)1 << 63);
+        if (q + g.b + 1 >= avail) {
+          if ((at >> 3) + 16 > bytes) break;
+          buf = dcr__le64(bits + (at >> 3)) >> (at & 7);
+          avail = 64 - (unsigned)(at & 7);
+          q = (unsigned)__builtin_ctzll(~buf | (uint64_t)1 << 63);
+          if (q + g.b + 1 >= avail) break;
+        }
+        x = (buf >> (q + 1)) & (((uint64_t)1 << (g.b - 1)) - 1);
+        unsigned more = x >= g.u, took = q + g.b + more;
+        r = more ? g.u + 2 * (x - g.u) + (buf >> (q + g.b) & 1) : x;
+        v = q * g.m + r;
+        if (v > n - 1 - next) break;
+        if (out) out[i] = (uint32_t)(next + v);
+        next += v + 1;
+        if (next >= n && i + 1 < count)
+          return dcr__fail(d, DCR_E_POSITION, "rank %zu is past the chunk's %zu elements", i + 1, n);
+        buf >>= took;
+        avail -= took;
+        at += took;
+      }
+      if (i == count) break;
+    }
     uint64_t v;
     int rc = gap(bits, bytes, &at, &g, n - 1 - next, &v); /* next <= n - 1 here */
     if (rc == GAP_ENDS) return dcr__fail(d, DCR_E_POSITION, "rank stream ends inside rank %zu", i);
     if (rc == GAP_PAST)
       return dcr__fail(d, DCR_E_POSITION, "rank %zu is past the chunk's %zu elements", i, n);
+    if (out) out[i] = (uint32_t)(next + v);
     next += v + 1;
     if (next >= n && i + 1 < count)
       return dcr__fail(d, DCR_E_POSITION, "rank %zu is past the chunk's %zu elements", i + 1, n);
@@ -152,22 +184,4 @@ int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n, s
     return dcr__fail(d, DCR_E_POSITION, "rank stream's last byte has bits set past its end");
   *used = 4 + end;
   return DCR_OK;
-}
-
-void dcr__golomb_start(dcr__golomb_cursor *c, const uint8_t *in, size_t length) {
-  divisor g = divisor_of(dcr__le32(in));
-  c->bits = in + 4;
-  c->bytes = length - 4;
-  c->at = c->next = 0;
-  c->m = g.m, c->b = g.b, c->u = g.u;
-}
-
-void dcr__golomb_take(dcr__golomb_cursor *c, uint32_t *out, size_t count) {
-  divisor g = {c->m, c->b, c->u};
-  for (size_t i = 0; i < count; i++) {
-    uint64_t v = 0;
-    (void)gap(c->bits, c->bytes, &c->at, &g, UINT32_MAX, &v); /* checked before */
-    out[i] = (uint32_t)(c->next + v);
-    c->next += v + 1;
-  }
 }

@@ -1,9 +1,10 @@
 /*
- * walk.h - what DELTA_CLASSED (classed.c, §9.4) and DELTA_BANDED (banded.c, §9.5)
- * share: both name a chunk's changes by their rank within a *unit* of base
- * elements (a class in 1.2, a band of classes in 1.3), and one walk over the base
- * (classed.c) finds them. The streams' readers fill this state through
- * dcr__walk_begin; only the walk reads it after that.
+ * walk.h - the walks over a chunk's base that find the changes of DELTA_CLASSED
+ * (§9.4) and DELTA_BANDED (§9.5): both name a change by its rank within a *unit*
+ * of base elements, a class in 1.2 (classed.c walks them element by element), a
+ * band of classes in 1.3 (band_walk.c, 64 elements at a time for every band). The
+ * streams' readers (classed.c, banded.c) fill this state; only the walks read it
+ * after that.
  */
 #ifndef DCR_WALK_H
 #define DCR_WALK_H
@@ -11,8 +12,51 @@
 #include "codec.h"
 
 #define RANKS_AHEAD 16
-/* Elements of a piece of the band walk (classed.c), which meets their changes band
- * by band. */
+
+/* A band of 1.3: its changes' values are [first, end) of the chunk's, in rank
+ * order; v is the next one to find, once seen of its elements are walked. An
+ * inverted band changes every element but the `listed` ranks at list, of which
+ * `taken` are passed; overflow: it had an element past its changes and list. */
+typedef struct {
+  uint32_t first, end, v;
+  uint64_t seen;
+  const uint32_t *list;
+  uint32_t listed, taken;
+  uint8_t inverted, overflow;
+} dcr__band;
+
+typedef struct {
+  unsigned esize, shift;
+  uint64_t mask;
+  size_t bands;
+  dcr__band band[DCR__BANDS_MAX];
+  uint8_t band_of[DCR__CLASSES_MAX]; /* class -> band */
+  uint8_t onehot[256];               /* 1 << band_of[c], for class fields of a byte */
+  uint8_t lo[DCR__BANDS_MAX];        /* each band's first class (the same) */
+  /* By value index: each band's ranks, decoded by the streams' reader, made
+   * positions by the walk. pos_capacity and listed_capacity: as allocated. */
+  uint32_t *pos, *listed;
+  size_t pos_capacity, listed_capacity;
+  /* The streams list more changes and unchanged elements than the chunk has (a
+   * bundle that R-BND-7 rejects whatever the base): nothing is walked. */
+  int impossible;
+  uint32_t *rec_pos; /* dcr__classed_record */
+  uint8_t *rec_values;
+} dcr__bands;
+
+/* band_walk.c: the streams' reader reserves room (count ranks, and `listed`
+ * unchanged ones), fills bands, band_of, onehot, lo and each band's first, end,
+ * inverted, list and listed, and the ranks; then dcr__bands_begin. The walk,
+ * record, collect and end are dcr__classed_*'s for a banded chunk. */
+DCR_HIDDEN int dcr__bands_reserve(dcr__bands *bw, size_t count, size_t listed);
+DCR_HIDDEN void dcr__bands_free(dcr__bands *bw);
+DCR_HIDDEN void dcr__bands_begin(dcr__bands *bw, int dtype);
+DCR_HIDDEN void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values);
+DCR_HIDDEN void dcr__bands_walk(dcr__bands *bw, const uint8_t *values, const uint8_t *base,
+                                uint8_t *out, size_t first, size_t last);
+DCR_HIDDEN size_t dcr__bands_collect(dcr__bands *bw, const uint8_t *values, const uint8_t *base,
+                                     size_t n, uint32_t *pos, uint8_t *out_values);
+DCR_HIDDEN int dcr__bands_end(const dcr__bands *bw, dcr_detail *d);
 
 struct dcr__classed {
   unsigned esize, shift;
@@ -27,17 +71,8 @@ struct dcr__classed {
     uint64_t next;         /* rank of the next change */
     uint32_t changes;      /* changes not yet met */
     uint32_t value;        /* index of its next value */
-    union {
-      dcr__positions_cursor cursor; /* classes: §9.1's streams */
-      dcr__golomb_cursor golomb;    /* bands: §9.5's */
-    };
+    dcr__positions_cursor cursor; /* §9.1's stream */
     uint8_t have, used;    /* ranks[used..have) are the next ranks, read ahead */
-    /* An inverted band (§9.5): its stream lists the ranks of its unchanged
-     * elements, `listed` of them still to meet, the next at rank `next`; `seen`
-     * counts its elements met, `overflow` says one came past them all. */
-    uint8_t inverted, overflow;
-    uint32_t listed;
-    uint64_t seen;
   } slot[DCR__CLASSES_MAX];
   /* Ranks read from each unit's stream RANKS_AHEAD at a time: a rank read alone
    * costs a call into the stream reader per change (~20 ns). */
@@ -48,23 +83,16 @@ struct dcr__classed {
   uint32_t *taken_pos; /* dcr__classed_record: where the changes met go, or NULL */
   uint8_t *taken_values;
   size_t taken;
-  /* What the streams list, for dcr__walk_begin: unit[s] has changes[s] changes
-   * (at least one), their ranks in stream[s] (stream_length[s] bytes, checked;
-   * for an inverted band, the ranks of its listed[s] unchanged elements, and no
-   * stream at all if that is 0). */
+  /* What the streams list, for walk_begin: class unit[s] has changes[s]
+   * changes (at least one), their ranks in stream[s] (stream_length[s] bytes,
+   * checked). */
   uint16_t unit[DCR__CLASSES_MAX];
   uint32_t changes[DCR__CLASSES_MAX];
-  uint32_t listed[DCR__BANDS_MAX]; /* bands: an inverted band's listed unchanged ranks;
-                                    * UINT32_MAX for the others */
   const uint8_t *stream[DCR__CLASSES_MAX];
   size_t stream_length[DCR__CLASSES_MAX];
-  /* Bands (1.3): the units are `bands` bands of classes; band_of maps a class to
-   * its band, whose classes start at band_lo[b] (the group walk's test, for class
-   * fields of at most 8 bits). */
+  /* A DELTA_BANDED chunk's (1.3) state instead, when banded is set. */
   int banded;
-  size_t bands;
-  uint8_t band_of[DCR__CLASSES_MAX];
-  uint8_t band_lo[DCR__BANDS_MAX];
+  dcr__bands bw;
 };
 
 /* The writer's side: each of the count changes at pos (increasing) gets its rank
@@ -86,10 +114,5 @@ struct dcr__classed {
     ranks[slot] = h0[u]++ + h1[u] + h2[u] + h3[u];                                \
     memcpy(sorted + slot * sizeof(T), z + j * sizeof(T), sizeof(T));              \
   }
-
-/* Begins a chunk's walk over the `slots` units the streams listed (of `units` in
- * all), their values from index Σ changes[0..s) on, in slot order. For bands,
- * band_of and the band ranges are the caller's to have set. */
-DCR_HIDDEN void dcr__walk_begin(dcr__classed *cls, int dtype, size_t units, size_t slots);
 
 #endif
