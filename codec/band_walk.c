@@ -28,11 +28,12 @@
 #define GROUP 64
 #define BLOCK_GROUPS 32 /* a power of two: the binary search's range */
 
-typedef struct {
+struct dcr__band_block {
   uint64_t masks[BLOCK_GROUPS][DCR__BANDS_MAX];
   uint32_t before[BLOCK_GROUPS + 1][DCR__BANDS_MAX]; /* band elements before group g */
   uint8_t held[BLOCK_GROUPS]; /* bit b: band b has elements in group g */
-} block;
+};
+typedef struct dcr__band_block block;
 
 int dcr__bands_reserve(dcr__bands *bw, size_t count, size_t listed) {
   if (count > bw->pos_capacity) {
@@ -51,21 +52,6 @@ int dcr__bands_reserve(dcr__bands *bw, size_t count, size_t listed) {
 void dcr__bands_free(dcr__bands *bw) {
   free(bw->pos);
   free(bw->listed);
-}
-
-void dcr__bands_begin(dcr__bands *bw, int dtype) {
-  unsigned shift, bits = dcr__class_bits(dtype, &shift);
-  bw->esize = dcr_dtype_size(dtype);
-  bw->shift = shift;
-  bw->mask = ((uint64_t)1 << bits) - 1;
-  bw->rec_pos = NULL;
-  bw->rec_values = NULL;
-  for (size_t b = 0; b < bw->bands; b++) {
-    bw->band[b].v = bw->band[b].first;
-    bw->band[b].seen = 0;
-    bw->band[b].taken = 0;
-    bw->band[b].overflow = 0;
-  }
 }
 
 void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values) {
@@ -214,10 +200,8 @@ static int has_vbmi(void) {
 }
 #endif
 
-typedef void fill_fn(const dcr__bands *, const uint8_t *, size_t, block *);
-
 /* The masks' code for this walk: by dcr__classed_vector and the CPU. */
-static fill_fn *filler(const dcr__bands *bw) {
+static dcr__band_fill_fn *filler(const dcr__bands *bw) {
 #ifdef VECTOR_FILL
   if (dcr__classed_vector && bw->mask <= 0xFF) {
     if (dcr__classed_vector == 1 && bw->esize <= 4 && has_vbmi()) return fill_vbmi;
@@ -272,9 +256,10 @@ static inline size_t group_of(const block *blk, size_t b, uint64_t r) {
  * element `first` of the chunk: a band that is not inverted has its next ranks in
  * pos; an inverted one changes every element but those its list names. */
 #define LOCATE(NAME, ATTR, SELECT, HELD)                                                   \
-  ATTR static void NAME(dcr__bands *bw, size_t b, const block *blk, size_t groups,         \
-                        size_t first) {                                              \
+  ATTR static void NAME(dcr__bands *bw, size_t b, const block *blk, size_t groups,   \
+                        size_t first, uint8_t *out, const uint8_t *values) {         \
     dcr__band *bd = &bw->band[b];                                                    \
+    unsigned esize = bw->esize;                                                      \
     uint32_t total = blk->before[groups][b];                                         \
     uint64_t seen = bd->seen;                                                        \
     bd->seen = seen + total;                                                         \
@@ -290,6 +275,7 @@ static inline size_t group_of(const block *blk, size_t b, uint64_t r) {
         size_t g = group_of(blk, b, r);                                              \
         pos[v] = (uint32_t)(first + g * GROUP +                                      \
                             SELECT(blk->masks[g][b], (unsigned)(r - blk->before[g][b]))); \
+        if (out) dcr__delta_apply(out + (size_t)pos[v] * esize, values + (size_t)v * esize, esize); \
       }                                                                              \
       bd->v = bd->end;                                                               \
       return;                                                                        \
@@ -306,7 +292,9 @@ static inline size_t group_of(const block *blk, size_t b, uint64_t r) {
           bd->overflow = 1;                                                          \
           return;                                                                    \
         }                                                                            \
-        bw->pos[bd->v++] = (uint32_t)(first + g * GROUP + (unsigned)__builtin_ctzll(m)); \
+        size_t at = first + g * GROUP + (unsigned)__builtin_ctzll(m);                \
+        if (out) dcr__delta_apply(out + at * esize, values + (size_t)bd->v * esize, esize); \
+        bw->pos[bd->v++] = (uint32_t)at;                                             \
       }                                                                              \
     }                                                                                \
   }
@@ -316,16 +304,32 @@ LOCATE(locate_portable, , select_portable, held_portable)
 LOCATE(locate_bmi2, __attribute__((target("bmi2"))), select_bmi2, held_bmi2)
 #endif
 
+void dcr__bands_begin(dcr__bands *bw, int dtype) {
+  unsigned shift, bits = dcr__class_bits(dtype, &shift);
+  bw->esize = dcr_dtype_size(dtype);
+  bw->shift = shift;
+  bw->mask = ((uint64_t)1 << bits) - 1;
+  bw->fill = filler(bw);
+  bw->locate = locate_portable;
+#ifdef VECTOR_FILL
+  if (__builtin_cpu_supports("bmi2")) bw->locate = locate_bmi2;
+#endif
+  dcr__bands_record(bw, NULL, NULL);
+  for (size_t b = 0; b < bw->bands; b++) {
+    bw->band[b].v = bw->band[b].first;
+    bw->band[b].seen = 0;
+    bw->band[b].taken = 0;
+    bw->band[b].overflow = 0;
+  }
+}
+
 /* ---- the walk */
 
 void dcr__bands_walk(dcr__bands *bw, const uint8_t *values, const uint8_t *base, uint8_t *out,
                      size_t first, size_t last) {
   if (bw->impossible) return; /* dcr__bands_end says so */
-  fill_fn *fill = filler(bw);
-  void (*locate)(dcr__bands *, size_t, const block *, size_t, size_t) = locate_portable;
-#ifdef VECTOR_FILL
-  if (__builtin_cpu_supports("bmi2")) locate = locate_bmi2;
-#endif
+  dcr__band_fill_fn *fill = bw->fill;
+  dcr__band_locate_fn *locate = bw->locate;
   unsigned esize = bw->esize;
   block blk;
   memset(blk.before[0], 0, sizeof blk.before[0]);
@@ -341,19 +345,21 @@ void dcr__bands_walk(dcr__bands *bw, const uint8_t *values, const uint8_t *base,
         for (size_t b = 0; b < DCR__BANDS_MAX; b++) blk.before[g][b] = UINT32_MAX;
     }
     for (size_t b = 0; b < bw->bands; b++) {
-      uint32_t v0 = bw->band[b].v;
-      locate(bw, b, &blk, groups, first);
-      size_t met = bw->band[b].v - v0;
-      if (!met) continue;
-      if (out) dcr__scatter_packed(out, bw->pos + v0, values + (size_t)v0 * esize, met, esize,
-                                   DCR__OP_DELTA);
-      if (bw->rec_pos) {
-        memcpy(bw->rec_pos + v0, bw->pos + v0, met * sizeof *bw->pos);
-        memcpy(bw->rec_values + (size_t)v0 * esize, values + (size_t)v0 * esize, met * esize);
-      }
+      dcr__band *bd = &bw->band[b];
+      uint32_t total = blk.before[groups][b];
+      if (!bd->inverted && (bd->v == bd->end || bw->pos[bd->v] - bd->seen >= total))
+        bd->seen += total; /* no change of it here: not worth a call */
+      else
+        locate(bw, b, &blk, groups, first, out, values);
     }
     first += elems;
   }
+  if (bw->rec_pos && last == bw->n) /* the chunk's end: its changes, as found */
+    for (size_t b = 0; b < bw->bands; b++) {
+      size_t from = bw->band[b].first, met = bw->band[b].v - from;
+      memcpy(bw->rec_pos + from, bw->pos + from, met * sizeof *bw->pos);
+      memcpy(bw->rec_values + from * esize, values + from * esize, met * esize);
+    }
 }
 
 int dcr__bands_end(const dcr__bands *bw, dcr_detail *d) {

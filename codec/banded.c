@@ -577,6 +577,7 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
   if ((at + 7) / 8 != bytes || ((at & 7) && p[bytes - 1] >> (at & 7)))
     return dcr__fail(d, DCR_E_ENCODING, "value stream does not end where its last value does");
   cls->banded = 1;
+  bw->n = n;
   bw->bands = bands;
   memset(bw->onehot, 0, sizeof bw->onehot);
   for (size_t b = 0; b < bands; b++) {

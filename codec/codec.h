@@ -42,12 +42,28 @@ DCR_HIDDEN size_t dcr__planes_nonzero(const uint8_t *planes, size_t count, unsig
 /* out[i] = zigzag(key(target[i]) - key(base[i])) for count elements. */
 DCR_HIDDEN void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t *target,
                                 size_t count, unsigned esize);
-/* One element: elem = key^-1(key(elem) + unzigzag(z)). */
-DCR_HIDDEN void dcr__delta_apply(uint8_t *elem, const uint8_t *z, unsigned esize);
 /* The order-preserving key of an unsigned T (its own inverse) and the zigzag map. */
 #define DCR__KEY(T, u) ((T)((u) ^ ((T)((u) >> (sizeof(T) * 8 - 1)) * (T)((T)~(T)0 >> 1))))
 #define DCR__ZIGZAG(T, d) ((T)(((T)(d) << 1) ^ (T)(0 - (T)((d) >> (sizeof(T) * 8 - 1)))))
 #define DCR__UNZIGZAG(T, z) ((T)(((T)(z) >> 1) ^ (T)(0 - (T)((z) & 1))))
+/* One element: elem = key^-1(key(elem) + unzigzag(z)). Inline: the walks apply
+ * their changes one at a time. */
+#define DCR__DELTA_APPLY(T)                                                       \
+  {                                                                               \
+    T v, z;                                                                       \
+    memcpy(&v, elem, sizeof(T));                                                  \
+    memcpy(&z, zz, sizeof(T));                                                    \
+    v = DCR__KEY(T, (T)(DCR__KEY(T, v) + DCR__UNZIGZAG(T, z)));                   \
+    memcpy(elem, &v, sizeof(T));                                                  \
+  }
+static inline void dcr__delta_apply(uint8_t *elem, const uint8_t *zz, unsigned esize) {
+  switch (esize) {
+    case 1: DCR__DELTA_APPLY(uint8_t) break;
+    case 2: DCR__DELTA_APPLY(uint16_t) break;
+    case 4: DCR__DELTA_APPLY(uint32_t) break;
+    default: DCR__DELTA_APPLY(uint64_t) break;
+  }
+}
 
 /* ---- scatter.c: sparse values applied at their positions, the hot loop of a
  * patch in memory: values first..last-1 of `count`, laid out in planes as §9.1

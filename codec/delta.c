@@ -12,7 +12,6 @@
 
 #define KEY DCR__KEY
 #define ZIGZAG DCR__ZIGZAG
-#define UNZIGZAG DCR__UNZIGZAG
 
 #define MAKE(T)                                                        \
   for (size_t i = 0; i < count; i++) {                                 \
@@ -30,24 +29,5 @@ void dcr__delta_make(uint8_t *out, const uint8_t *base, const uint8_t *target, s
     case 2: MAKE(uint16_t) break;
     case 4: MAKE(uint32_t) break;
     default: MAKE(uint64_t) break;
-  }
-}
-
-#define APPLY(T)                                                       \
-  {                                                                    \
-    T v, z;                                                            \
-    memcpy(&v, elem, sizeof(T));                                       \
-    memcpy(&z, zz, sizeof(T));                                         \
-    v = (T)(KEY(T, v) + UNZIGZAG(T, z));                               \
-    v = KEY(T, v);                                                     \
-    memcpy(elem, &v, sizeof(T));                                       \
-  }
-
-void dcr__delta_apply(uint8_t *elem, const uint8_t *zz, unsigned esize) {
-  switch (esize) {
-    case 1: APPLY(uint8_t) break;
-    case 2: APPLY(uint16_t) break;
-    case 4: APPLY(uint32_t) break;
-    default: APPLY(uint64_t) break;
   }
 }

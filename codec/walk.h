@@ -25,10 +25,19 @@ typedef struct {
   uint8_t inverted, overflow;
 } dcr__band;
 
-typedef struct {
+/* band_walk.c's: a block's masks, and the code that fills and reads them. */
+struct dcr__band_block;
+typedef struct dcr__bands dcr__bands;
+typedef void dcr__band_fill_fn(const dcr__bands *, const uint8_t *, size_t, struct dcr__band_block *);
+typedef void dcr__band_locate_fn(dcr__bands *, size_t, const struct dcr__band_block *, size_t, size_t,
+                       uint8_t *, const uint8_t *);
+
+struct dcr__bands {
   unsigned esize, shift;
   uint64_t mask;
-  size_t bands;
+  size_t n, bands; /* the chunk's elements */
+  dcr__band_fill_fn *fill;   /* chosen by dcr__bands_begin */
+  dcr__band_locate_fn *locate;
   dcr__band band[DCR__BANDS_MAX];
   uint8_t band_of[DCR__CLASSES_MAX]; /* class -> band */
   uint8_t onehot[256];               /* 1 << band_of[c], for class fields of a byte */
@@ -40,9 +49,9 @@ typedef struct {
   /* The streams list more changes and unchanged elements than the chunk has (a
    * bundle that R-BND-7 rejects whatever the base): nothing is walked. */
   int impossible;
-  uint32_t *rec_pos; /* dcr__classed_record */
+  uint32_t *rec_pos; /* dcr__classed_record: at their values' indexes */
   uint8_t *rec_values;
-} dcr__bands;
+};
 
 /* band_walk.c: the streams' reader reserves room (count ranks, and `listed`
  * unchanged ones), fills bands, band_of, onehot, lo and each band's first, end,
