@@ -30,7 +30,9 @@
 
 struct dcr__band_block {
   uint64_t masks[BLOCK_GROUPS][DCR__BANDS_MAX];
-  uint32_t before[BLOCK_GROUPS + 1][DCR__BANDS_MAX]; /* band elements before group g */
+  /* Band b's elements before group g, g in 0..groups (band by band, so that a
+   * band's counts are a vector; 8 more for fill_vbmi's transposes). */
+  uint32_t before[DCR__BANDS_MAX][BLOCK_GROUPS + 8];
   uint8_t held[BLOCK_GROUPS]; /* bit b: band b has elements in group g */
 };
 typedef struct dcr__band_block block;
@@ -59,8 +61,8 @@ void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values) {
   bw->rec_values = values;
 }
 
-/* ---- the masks of a block's groups: masks[g][b] and before[g + 1][b] from
- * before[g][b], for groups [0, groups) of 64 elements at p */
+/* ---- the masks of a block's groups: masks[g][b] and before[b][g + 1] from
+ * before[b][g], for groups [0, groups) of 64 elements at p */
 
 static inline uint64_t element(const uint8_t *p, unsigned esize) {
   uint64_t u = 0;
@@ -78,7 +80,7 @@ static void group_scalar(const dcr__bands *bw, const uint8_t *p, size_t count, b
   blk->held[g] = 0;
   for (size_t b = 0; b < DCR__BANDS_MAX; b++) {
     blk->masks[g][b] = m[b];
-    blk->before[g + 1][b] = blk->before[g][b] + (uint32_t)__builtin_popcountll(m[b]);
+    blk->before[b][g + 1] = blk->before[b][g] + (uint32_t)__builtin_popcountll(m[b]);
     blk->held[g] |= (uint8_t)((m[b] != 0) << b);
   }
 }
@@ -127,11 +129,11 @@ __attribute__((target("avx2,popcnt"))) static void fill_avx2(const dcr__bands *b
       uint64_t ge = b ? GE(first[b]) : ~(uint64_t)0, m = ge & below;
       below &= ~ge;
       blk->masks[g][b] = m;
-      blk->before[g + 1][b] = blk->before[g][b] + (uint32_t)__builtin_popcountll(m);
+      blk->before[b][g + 1] = blk->before[b][g] + (uint32_t)__builtin_popcountll(m);
       blk->held[g] |= (uint8_t)((m != 0) << b);
     }
     for (size_t b = bw->bands; b < DCR__BANDS_MAX; b++)
-      blk->masks[g][b] = 0, blk->before[g + 1][b] = blk->before[g][b];
+      blk->masks[g][b] = 0, blk->before[b][g + 1] = blk->before[b][g];
   }
 }
 
@@ -162,7 +164,9 @@ fill_vbmi(const dcr__bands *bw, const uint8_t *base, size_t groups, block *blk) 
   const __m512i t1 = _mm512_loadu_si512((const void *)(bw->onehot + 64));
   const __m512i t2 = _mm512_loadu_si512((const void *)(bw->onehot + 128));
   const __m512i t3 = _mm512_loadu_si512((const void *)(bw->onehot + 192));
-  __m256i run = _mm256_loadu_si256((const __m256i *)(const void *)blk->before[0]);
+  uint32_t runs[BLOCK_GROUPS + 8][DCR__BANDS_MAX]; /* before, group by group */
+  __m256i run = _mm256_setzero_si256();
+  _mm256_storeu_si256((__m256i *)(void *)runs[0], run);
   for (size_t g = 0; g < groups; g++) {
     const uint8_t *p = base + g * GROUP * esize;
     __m512i cb;
@@ -189,7 +193,36 @@ fill_vbmi(const dcr__bands *bw, const uint8_t *base, size_t groups, block *blk) 
     _mm512_storeu_si512((void *)blk->masks[g], m);
     blk->held[g] = (uint8_t)_mm512_test_epi64_mask(m, m);
     run = _mm256_add_epi32(run, _mm512_cvtepi64_epi32(_mm512_popcnt_epi64(m)));
-    _mm256_storeu_si256((__m256i *)(void *)blk->before[g + 1], run);
+    _mm256_storeu_si256((__m256i *)(void *)runs[g + 1], run);
+  }
+  /* runs[g][b] to before[b][g], eight groups at a time: each 8x8 block of
+   * counts transposed in two rounds of two-source permutes. */
+  memset(runs[groups + 1], 0, 7 * sizeof runs[0]); /* the last eight's padding */
+  uint32_t lo[16], hi[16], out[4][16];
+  for (unsigned e = 0; e < 16; e++) { /* round 1: bands 0-3 (lo) or 4-7 (hi) of 4 rows */
+    unsigned row = e % 4, band = e / 4;
+    lo[e] = row < 2 ? row * 8 + band : 16 + (row - 2) * 8 + band;
+    hi[e] = lo[e] + 4;
+  }
+  for (unsigned k = 0; k < 4; k++) /* round 2: bands 2k, 2k + 1 (of lo's four, mod 4), 8 rows */
+    for (unsigned e = 0; e < 16; e++) {
+      unsigned band = (2 * k + e / 8) % 4, row = e % 8;
+      out[k][e] = row < 4 ? band * 4 + row : 16 + band * 4 + row - 4;
+    }
+  const __m512i first = _mm512_loadu_si512((const void *)lo), second = _mm512_loadu_si512((const void *)hi);
+  const __m512i pair[2] = {_mm512_loadu_si512((const void *)out[0]),
+                           _mm512_loadu_si512((const void *)out[1])};
+  for (size_t g = 0; g <= groups; g += 8) {
+    __m512i a = _mm512_loadu_si512((const void *)runs[g]), b = _mm512_loadu_si512((const void *)runs[g + 2]);
+    __m512i c = _mm512_loadu_si512((const void *)runs[g + 4]), d = _mm512_loadu_si512((const void *)runs[g + 6]);
+    __m512i ab[2] = {_mm512_permutex2var_epi32(a, first, b), _mm512_permutex2var_epi32(a, second, b)};
+    __m512i cd[2] = {_mm512_permutex2var_epi32(c, first, d), _mm512_permutex2var_epi32(c, second, d)};
+    for (unsigned k = 0; k < 4; k++) { /* bands 2k and 2k + 1 */
+      __m512i t = _mm512_permutex2var_epi32(ab[k / 2], pair[k % 2], cd[k / 2]);
+      _mm256_storeu_si256((__m256i *)(void *)(blk->before[2 * k] + g), _mm512_castsi512_si256(t));
+      _mm256_storeu_si256((__m256i *)(void *)(blk->before[2 * k + 1] + g),
+                          _mm512_extracti64x4_epi64(t, 1));
+    }
   }
 }
 
@@ -243,24 +276,38 @@ __attribute__((target("bmi2"), always_inline)) static inline uint32_t held_bmi2(
 #endif
 _Static_assert(BLOCK_GROUPS == 32, "held_* gather 32 groups");
 
-/* The group of rank r of band b in the block: the last g with before[g][b] <= r
- * (before[groups][b] > r; the groups past it read as UINT32_MAX). */
-static inline size_t group_of(const block *blk, size_t b, uint64_t r) {
+/* The group of rank r of band b in the block: the last g with before[b][g] <= r
+ * (before[b][groups] > r; the groups past it read as UINT32_MAX). */
+static inline size_t group_search(const block *blk, size_t b, uint64_t r) {
+  const uint32_t *c = blk->before[b];
   size_t g = 0;
-  for (size_t step = BLOCK_GROUPS / 2; step; step >>= 1)
-    g += blk->before[g + step][b] <= r ? step : 0;
+  for (size_t step = BLOCK_GROUPS / 2; step; step >>= 1) g += c[g + step] <= r ? step : 0;
   return g;
 }
+
+#ifdef VECTOR_FILL
+/* The same counted: the groups whose count before them is at most r, less one.
+ * Two compares, not five dependent loads. */
+__attribute__((target("avx512f,avx512vl,popcnt"), always_inline)) static inline size_t
+group_count(const block *blk, size_t b, uint64_t r) {
+  __m512i rv = _mm512_set1_epi32((int)r);
+  const uint32_t *c = blk->before[b];
+  return (size_t)__builtin_popcount(
+             _mm512_cmple_epu32_mask(_mm512_loadu_si512((const void *)c), rv) |
+             (unsigned)_mm512_cmple_epu32_mask(_mm512_loadu_si512((const void *)(c + 16)), rv) << 16) -
+         1;
+}
+#endif
 
 /* Band b's changes among the block's `groups` groups, whose first element is
  * element `first` of the chunk: a band that is not inverted has its next ranks in
  * pos; an inverted one changes every element but those its list names. */
-#define LOCATE(NAME, ATTR, SELECT, HELD)                                                   \
+#define LOCATE(NAME, ATTR, SELECT, HELD, GROUP_OF)                                                   \
   ATTR static void NAME(dcr__bands *bw, size_t b, const block *blk, size_t groups,   \
                         size_t first, uint8_t *out, const uint8_t *values) {         \
     dcr__band *bd = &bw->band[b];                                                    \
     unsigned esize = bw->esize;                                                      \
-    uint32_t total = blk->before[groups][b];                                         \
+    uint32_t total = blk->before[b][groups];                                         \
     uint64_t seen = bd->seen;                                                        \
     bd->seen = seen + total;                                                         \
     if (!total) return;                                                              \
@@ -272,9 +319,9 @@ static inline size_t group_of(const block *blk, size_t b, uint64_t r) {
           bd->v = v;                                                                 \
           return;                                                                    \
         }                                                                            \
-        size_t g = group_of(blk, b, r);                                              \
+        size_t g = GROUP_OF(blk, b, r);                                              \
         pos[v] = (uint32_t)(first + g * GROUP +                                      \
-                            SELECT(blk->masks[g][b], (unsigned)(r - blk->before[g][b]))); \
+                            SELECT(blk->masks[g][b], (unsigned)(r - blk->before[b][g]))); \
         if (out) dcr__delta_apply(out + (size_t)pos[v] * esize, values + (size_t)v * esize, esize); \
       }                                                                              \
       bd->v = bd->end;                                                               \
@@ -284,9 +331,9 @@ static inline size_t group_of(const block *blk, size_t b, uint64_t r) {
     for (uint32_t gm = HELD(blk, b); gm; gm &= gm - 1) {                             \
       size_t g = (size_t)__builtin_ctz(gm);                                          \
       uint64_t all = blk->masks[g][b], m = all;                                      \
-      for (; r < blk->before[g + 1][b]; /* its unchanged elements here */            \
+      for (; r < blk->before[b][g + 1]; /* its unchanged elements here */            \
            r = ++bd->taken < bd->listed ? bd->list[bd->taken] - seen : UINT64_MAX)   \
-        m &= ~((uint64_t)1 << SELECT(all, (unsigned)(r - blk->before[g][b])));       \
+        m &= ~((uint64_t)1 << SELECT(all, (unsigned)(r - blk->before[b][g])));       \
       for (; m; m &= m - 1) {                                                        \
         if (bd->v == bd->end) { /* more elements than its changes and list */        \
           bd->overflow = 1;                                                          \
@@ -299,9 +346,11 @@ static inline size_t group_of(const block *blk, size_t b, uint64_t r) {
     }                                                                                \
   }
 
-LOCATE(locate_portable, , select_portable, held_portable)
+LOCATE(locate_portable, , select_portable, held_portable, group_search)
 #ifdef VECTOR_FILL
-LOCATE(locate_bmi2, __attribute__((target("bmi2"))), select_bmi2, held_bmi2)
+LOCATE(locate_bmi2, __attribute__((target("bmi2"))), select_bmi2, held_bmi2, group_search)
+LOCATE(locate_vbmi, __attribute__((target("avx512f,avx512vl,bmi2,popcnt"))), select_bmi2,
+       held_bmi2, group_count)
 #endif
 
 void dcr__bands_begin(dcr__bands *bw, int dtype) {
@@ -313,6 +362,7 @@ void dcr__bands_begin(dcr__bands *bw, int dtype) {
   bw->locate = locate_portable;
 #ifdef VECTOR_FILL
   if (__builtin_cpu_supports("bmi2")) bw->locate = locate_bmi2;
+  if (bw->fill == fill_vbmi && __builtin_cpu_supports("bmi2")) bw->locate = locate_vbmi;
 #endif
   dcr__bands_record(bw, NULL, NULL);
   for (size_t b = 0; b < bw->bands; b++) {
@@ -332,7 +382,7 @@ void dcr__bands_walk(dcr__bands *bw, const uint8_t *values, const uint8_t *base,
   dcr__band_locate_fn *locate = bw->locate;
   unsigned esize = bw->esize;
   block blk;
-  memset(blk.before[0], 0, sizeof blk.before[0]);
+  for (size_t b = 0; b < DCR__BANDS_MAX; b++) blk.before[b][0] = 0;
   while (first < last) {
     size_t elems = last - first < BLOCK_GROUPS * GROUP ? last - first : BLOCK_GROUPS * GROUP;
     size_t full = elems / GROUP, groups = (elems + GROUP - 1) / GROUP;
@@ -342,11 +392,11 @@ void dcr__bands_walk(dcr__bands *bw, const uint8_t *values, const uint8_t *base,
     for (size_t g = groups; g < BLOCK_GROUPS; g++) {
       blk.held[g] = 0;
       if (g > groups)
-        for (size_t b = 0; b < DCR__BANDS_MAX; b++) blk.before[g][b] = UINT32_MAX;
+        for (size_t b = 0; b < DCR__BANDS_MAX; b++) blk.before[b][g] = UINT32_MAX;
     }
     for (size_t b = 0; b < bw->bands; b++) {
       dcr__band *bd = &bw->band[b];
-      uint32_t total = blk.before[groups][b];
+      uint32_t total = blk.before[b][groups];
       if (!bd->inverted && (bd->v == bd->end || bw->pos[bd->v] - bd->seen >= total))
         bd->seen += total; /* no change of it here: not worth a call */
       else
