@@ -261,31 +261,11 @@ static int apply_sparse(dcr__chunk_decoder *dd, const uint8_t *planes, size_t co
   return apply_range(dd, planes, count, 0, count, esize, op, chunk, d);
 }
 
-/* DELTA_CLASSED a piece at a time: each piece's changes are found by walking its
- * base elements while they are in cache. */
-static int apply_classed_pieces(dcr__chunk_decoder *dd, const uint8_t *values, unsigned esize,
-                                size_t n, const uint8_t *from, uint8_t *out,
-                                uint8_t *input_digests, uint8_t *out_digests, dcr_detail *d) {
-  size_t bytes = n * esize, piece = 0;
-  for (size_t at = 0; at < bytes; at += DCR__PIECE, piece++) {
-    size_t length = bytes - at < DCR__PIECE ? bytes - at : DCR__PIECE;
-    int rc = at % DCR__WATCH_BYTES ? DCR_OK : stopped(dd, d);
-    if (rc) return rc;
-    if (input_digests) dcr__pieces(from + at, length, input_digests + 16 * piece);
-    memcpy(out + at, from + at, length);
-    dcr__classed_walk(dd->cls, values, from, out, at / esize, (at + length) / esize);
-    dcr__pieces(out + at, length, out_digests + 16 * piece);
-  }
-  return dcr__classed_end(dd->cls, d);
-}
-
 int dcr__apply_sparse_pieces(dcr__chunk_decoder *dd, const dcr__chunk *c,
                              const uint8_t *planes, int dtype, size_t n,
                              const uint8_t *from, uint8_t *out, uint8_t *input_digests,
                              uint8_t *out_digests, dcr_detail *d) {
   unsigned esize = dcr_dtype_size(dtype);
-  if (dcr__enc_ranked(c->encoding))
-    return apply_classed_pieces(dd, planes, esize, n, from, out, input_digests, out_digests, d);
   size_t count = c->count, bytes = n * esize, k = 0, piece = 0;
   int op = dcr__enc_op(c->encoding);
   pos_rewind(dd);

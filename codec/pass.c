@@ -193,15 +193,18 @@ static int digest(const dcr__pass *p, uint8_t *to, const uint8_t *from, size_t b
  * recognized as a whole by the target's state id (§10.2). */
 static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
   int check = p->spec.verify != DCR_VERIFY_NONE, digests = check || !p->spec.changed_only;
-  int sparse = dcr__enc_sparse(c->encoding);
+  /* A ranked chunk (§9.4, §9.5) is applied whole, like a dense one: its walk reads
+   * every base element anyway, so the copy made as the base is hashed is walked in
+   * place, once, rather than copied and walked a piece at a time. */
+  int ranked = dcr__enc_ranked(c->encoding), sparse = dcr__enc_sparse(c->encoding) && !ranked;
   size_t bytes = s->chunk.bytes, n = bytes / dcr_dtype_size(dtype);
   const uint8_t *payload, *planes = NULL;
   int rc = dcr__chunk_payload(p->spec.r, c, &s->scratch, &s->scratch_capacity, &payload,
                               &s->detail);
   if (rc) return rc;
   /* base_check before a byte is decoded: a wrong base costs a hash of the chunk,
-   * not the decode of up to 1 GiB of values. A dense chunk is copied as it is
-   * hashed; a sparse one is then copied, patched and hashed piece by piece. */
+   * not the decode of up to 1 GiB of values. A dense or ranked chunk is copied as
+   * it is hashed; a sparse one is then copied, patched and hashed piece by piece. */
   s->pieces = 0;
   if (digests) rc = digest(p, sparse ? NULL : s->out, s->chunk.input, bytes, s->input_pieces,
                            &s->pieces, &s->detail);
@@ -222,13 +225,13 @@ static int apply_record(dcr__pass *p, slot *s, const dcr__chunk *c, int dtype) {
                        "bundle's base nor its target: torn by the crash? Restore the file");
     return DCR_OK; /* the input is the result */
   }
+  if (p->spec.keep && ranked) {
+    uint32_t *pos = NULL;
+    uint8_t *values = NULL;
+    p->spec.keep(p->spec.ctx, s->chunk.job, &pos, &values);
+    dcr__classed_record(s->dec.cls, pos, values);
+  }
   if (sparse) {
-    if (p->spec.keep && dcr__enc_ranked(c->encoding)) {
-      uint32_t *pos = NULL;
-      uint8_t *values = NULL;
-      p->spec.keep(p->spec.ctx, s->chunk.job, &pos, &values);
-      dcr__classed_record(s->dec.cls, pos, values);
-    }
     rc = dcr__apply_sparse_pieces(&s->dec, c, planes, dtype, n, s->chunk.input, s->out, NULL,
                                   s->out_pieces, &s->detail);
     s->pieces = DCR__PIECES(bytes);

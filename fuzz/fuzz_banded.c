@@ -1,14 +1,13 @@
 /*
  * fuzz_banded.c - DELTA_BANDED (SPEC.md §9.5, format 1.3), differentially: its
- * reader (banded.c, golomb.c) and the walk it shares with DELTA_CLASSED
- * (classed.c), for every dtype. Input: fuzz_banded_input (fuzz_common.h).
+ * reader (banded.c, golomb.c) and its walk (band_walk.c), for every dtype. Input:
+ * fuzz_banded_input (fuzz_common.h).
  *
  * Decode: the data is decoded as one chunk of n elements against a base made from
- * the header, through the chunk decoder of a 1.3 bundle, by every walk (scalar,
- * AVX2, the CPU's best: dcr__classed_vector 0, 2, 1), each over the whole chunk in
- * place, in pieces of `step` elements into another buffer, and in the 4096-byte
- * pieces of dcr__apply_sparse_pieces; every one must give the same error code and
- * the same bytes. dcr_changes' walk (dcr__classed_collect) must then meet the same
+ * the header, through the chunk decoder of a 1.3 bundle, by every walk (portable
+ * C, AVX2, the CPU's best: dcr__classed_vector 0, 2, 1), each over the whole chunk
+ * in place (as apply and its check pass do) and in pieces of `step` elements into
+ * another buffer; every one must give the same error code and the same bytes. dcr_changes' walk (dcr__classed_collect) must then meet the same
  * changes, in element order: applied one by one they give those bytes.
  *
  * Round trip: a target made from the base by the recipes is written by
@@ -27,7 +26,7 @@ typedef struct {
   dcr__chunk c;
   const fuzz_banded_input *in;
   const uint8_t *base;
-  uint8_t *out, *digests;
+  uint8_t *out;
   uint32_t *pos;
   uint8_t *values;
 } state;
@@ -53,29 +52,16 @@ static int walk_steps(state *s, const uint8_t *data, size_t length, uint8_t *out
   return dcr__classed_end(s->dd.cls, &d);
 }
 
-/* In the pieces that digests are made of (verify and apply of a sparse chunk). */
-static int walk_pieces(state *s, const uint8_t *data, size_t length, uint8_t *out) {
-  dcr_detail d;
-  const uint8_t *planes;
-  int rc = dcr__chunk_streams(&s->dd, &s->c, data, length, s->in->dtype, s->in->n, &planes, &d);
-  if (rc) {
-    memcpy(out, s->base, s->in->n * s->in->esize);
-    return rc;
-  }
-  return dcr__apply_sparse_pieces(&s->dd, &s->c, planes, s->in->dtype, s->in->n, s->base, out,
-                                  NULL, s->digests, &d);
-}
-
 /* Every walk gives `expect` (rc) and `want` (bytes); collect meets the changes
  * that make want, and, where `z` is given, exactly positions pos0 with values z. */
 static void check(state *s, const uint8_t *data, size_t length, int expect, const uint8_t *want,
                   const uint32_t *pos0, const uint8_t *z) {
-  static int (*const kinds[])(state *, const uint8_t *, size_t, uint8_t *) = {
-      walk_whole, walk_steps, walk_pieces};
+  static int (*const kinds[])(state *, const uint8_t *, size_t, uint8_t *) = {walk_whole,
+                                                                             walk_steps};
   const fuzz_banded_input *in = s->in;
   size_t bytes = in->n * in->esize;
   for (size_t w = 0; w < WALKS; w++)
-    for (size_t k = 0; k < 3; k++) {
+    for (size_t k = 0; k < 2; k++) {
       dcr__classed_vector = walks[w];
       int rc = kinds[k](s, data, length, s->out);
       FUZZ_DEBUG("walk %d, kind %zu: %s\n", walks[w], k, dcr_error_name(rc));
@@ -168,17 +154,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_ASSERT(dcr__chunk_decoder_init(&s.dd, bytes, 3) == DCR_OK);
   uint8_t *base = malloc(bytes);
   s.out = malloc(bytes);
-  s.digests = malloc(16 * DCR__PIECES(bytes));
   s.pos = malloc(in.n * sizeof *s.pos);
   s.values = malloc(bytes);
-  FUZZ_ASSERT(base && s.out && s.digests && s.pos && s.values);
+  FUZZ_ASSERT(base && s.out && s.pos && s.values);
   fuzz_banded_base(&in, base);
   s.base = base;
   if (in.roundtrip)
     round_trip(&s, rest, length);
   else
     decode(&s, rest, length);
-  free(base), free(s.out), free(s.digests), free(s.pos), free(s.values);
+  free(base), free(s.out), free(s.pos), free(s.values);
   dcr__chunk_decoder_free(&s.dd);
   return 0;
 }
