@@ -65,9 +65,16 @@ void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values) {
  * before[b][g], for groups [0, groups) of 64 elements at p */
 
 static inline uint64_t element(const uint8_t *p, unsigned esize) {
-  uint64_t u = 0;
-  memcpy(&u, p, esize); /* little-endian host: scatter.c asserts it */
-  return u;
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+  switch (esize) { /* little-endian host: scatter.c asserts it */
+    case 1: return memcpy(&u8, p, 1), u8;
+    case 2: return memcpy(&u16, p, 2), u16;
+    case 4: return memcpy(&u32, p, 4), u32;
+    default: return memcpy(&u64, p, 8), u64;
+  }
 }
 
 /* One group of `count` (at most 64) elements, in portable C. */
@@ -353,17 +360,29 @@ LOCATE(locate_vbmi, __attribute__((target("avx512f,avx512vl,bmi2,popcnt"))), sel
        held_bmi2, group_count)
 #endif
 
-void dcr__bands_begin(dcr__bands *bw, int dtype) {
+void dcr__bands_layout(dcr__bands *bw, int dtype, size_t bands, const uint16_t *lo) {
   unsigned shift, bits = dcr__class_bits(dtype, &shift);
   bw->esize = dcr_dtype_size(dtype);
   bw->shift = shift;
   bw->mask = ((uint64_t)1 << bits) - 1;
+  bw->bands = bands;
+  memset(bw->onehot, 0, sizeof bw->onehot);
+  for (size_t b = 0; b < bands; b++) {
+    for (size_t c = lo[b]; c < lo[b + 1]; c++) {
+      bw->band_of[c] = (uint8_t)b;
+      if (c < sizeof bw->onehot) bw->onehot[c] = (uint8_t)(1u << b);
+    }
+    bw->lo[b] = (uint8_t)lo[b];
+  }
   bw->fill = filler(bw);
   bw->locate = locate_portable;
 #ifdef VECTOR_FILL
   if (__builtin_cpu_supports("bmi2")) bw->locate = locate_bmi2;
   if (bw->fill == fill_vbmi && __builtin_cpu_supports("bmi2")) bw->locate = locate_vbmi;
 #endif
+}
+
+void dcr__bands_begin(dcr__bands *bw) {
   dcr__bands_record(bw, NULL, NULL);
   for (size_t b = 0; b < bw->bands; b++) {
     bw->band[b].v = bw->band[b].first;
@@ -449,4 +468,50 @@ size_t dcr__bands_collect(dcr__bands *bw, const uint8_t *values, const uint8_t *
     if (++at[best] == end[best]) at[best] = at[--live], end[best] = end[live];
   }
   return met;
+}
+
+/* ---- the writer's side: the rank of each change in its band */
+
+/* RANK(NAME, ATTR): the loop, compiled where POPCNT is the CPU's instruction and
+ * where it is not. */
+#define RANK(NAME, ATTR)                                                             \
+  ATTR static void NAME(dcr__bands *bw, const uint8_t *base, size_t n, const uint32_t *pos, \
+                        size_t count, uint32_t *ranks, uint32_t *offset, uint64_t *elems) { \
+    unsigned esize = bw->esize, shift = bw->shift;                                   \
+    uint64_t seen[DCR__BANDS_MAX] = {0};                                             \
+    block blk;                                                                       \
+    for (size_t b = 0; b < DCR__BANDS_MAX; b++) blk.before[b][0] = 0;                \
+    for (size_t first = 0, j = 0; first < n;) {                                      \
+      size_t here = n - first < BLOCK_GROUPS * GROUP ? n - first : BLOCK_GROUPS * GROUP; \
+      size_t full = here / GROUP, groups = (here + GROUP - 1) / GROUP;               \
+      const uint8_t *p = base + first * esize;                                       \
+      bw->fill(bw, p, full, &blk);                                                   \
+      if (groups > full) group_scalar(bw, p + full * GROUP * esize, here % GROUP, &blk, full); \
+      for (; j < count && pos[j] < first + here; j++) {                              \
+        size_t at = pos[j] - first, g = at / GROUP;                                  \
+        size_t b = bw->band_of[(element(base + (size_t)pos[j] * esize, esize) >> shift) & bw->mask]; \
+        uint64_t below = blk.masks[g][b] & (((uint64_t)1 << (at % GROUP)) - 1);      \
+        ranks[offset[b]++] =                                                         \
+            (uint32_t)(seen[b] + blk.before[b][g] + (uint64_t)__builtin_popcountll(below)); \
+      }                                                                              \
+      for (size_t b = 0; b < bw->bands; b++) seen[b] += blk.before[b][groups];       \
+      first += here;                                                                 \
+    }                                                                                \
+    for (size_t b = 0; b < bw->bands; b++) elems[b] = seen[b];                       \
+  }
+
+RANK(rank_portable, )
+#ifdef VECTOR_FILL
+RANK(rank_popcnt, __attribute__((target("popcnt"))))
+#endif
+
+void dcr__bands_rank(dcr__bands *bw, const uint8_t *base, size_t n, const uint32_t *pos,
+                     size_t count, uint32_t *ranks, uint32_t *offset, uint64_t *elems) {
+#ifdef VECTOR_FILL
+  if (__builtin_cpu_supports("popcnt")) {
+    rank_popcnt(bw, base, n, pos, count, ranks, offset, elems);
+    return;
+  }
+#endif
+  rank_portable(bw, base, n, pos, count, ranks, offset, elems);
 }

@@ -73,7 +73,7 @@ typedef struct {
   uint64_t atom_k[ATOMS_MAX + 1];            /* changes */
   uint32_t hist[ATOMS_MAX + 1][SYMS_MAX];    /* value symbols (prefix sums) */
   double cost[ATOMS_MAX + 1][ATOMS_MAX + 1]; /* bits of a band of atoms [i, j) */
-  uint8_t band_of[DCR__CLASSES_MAX];
+  dcr__bands bw; /* the bands chosen, for the ranks' walk */
 } workspace;
 
 /* x log2 x, close enough for a choice (within 1e-4 relative). */
@@ -178,7 +178,6 @@ static void code_lengths(const uint32_t *f, unsigned nsym, uint8_t *len) {
 void *dcr__banded_workspace(void) { return malloc(sizeof(workspace)); }
 
 #define CLASS_OF(T, i) (size_t)((uint64_t)load_##T(base + (i) * sizeof(T)) >> shift & mask)
-#define BAND_OF(T, i) w->band_of[CLASS_OF(T, i)]
 /* The class histogram of every SAMPLE-th group of 64 elements (the choice of bands
  * needs the classes' sizes only roughly; the ranks' pass then counts exactly), in
  * four tables filled in turn (seen + k * classes), so that neighbours of one class
@@ -260,39 +259,32 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
   uint16_t t[DCR__BANDS_MAX];
   unsigned bands = choose_bands(w, p, nsym, t);
 
-  for (size_t c = 0, b = 0; c < classes; c++) {
-    while (b + 1 < bands && c >= t[b]) b++;
-    w->band_of[c] = (uint8_t)b;
-  }
-  /* Each change's rank in its band, its value sorted by band (ranks keep order). */
-  uint32_t offset[DCR__BANDS_MAX + 1] = {0};
+  uint16_t lo[DCR__BANDS_MAX + 1] = {0};
+  for (unsigned b = 1; b < bands; b++) lo[b] = t[b - 1];
+  lo[bands] = (uint16_t)classes;
+  dcr__bands *bw = &w->bw;
+  dcr__bands_layout(bw, dtype, bands, lo);
+  /* Each change's value sorted by band (ranks keep order), then its rank. */
+  uint32_t offset[DCR__BANDS_MAX + 1] = {0}, at[DCR__BANDS_MAX];
   for (size_t j = 0; j < count; j++)
-    offset[w->band_of[(load_elem(old + j * esize, esize) >> shift) & mask] + 1]++;
-  uint32_t band_seen[4][DCR__BANDS_MAX] = {{0}};
-  h0 = band_seen[0], h1 = band_seen[1], h2 = band_seen[2], h3 = band_seen[3];
+    offset[bw->band_of[(load_elem(old + j * esize, esize) >> shift) & mask] + 1]++;
   uint32_t k[DCR__BANDS_MAX];
   for (unsigned b = 0; b < bands; b++) k[b] = offset[b + 1], offset[b + 1] += offset[b];
-#define RANK_BANDS(T)                                                            \
-  {                                                                              \
-    DCR__RANKS(T, BAND_OF)                                                       \
-    for (size_t at = pos[count - 1] + 1; at < n; at++) h0[BAND_OF(T, at)]++;     \
+  memcpy(at, offset, sizeof at);
+  for (size_t j = 0; j < count; j++) {
+    size_t b = bw->band_of[(load_elem(old + j * esize, esize) >> shift) & mask];
+    memcpy(sorted + (size_t)at[b]++ * esize, z + j * esize, esize);
   }
-  switch (esize) {
-    case 1: RANK_BANDS(uint8_t) break;
-    case 2: RANK_BANDS(uint16_t) break;
-    case 4: RANK_BANDS(uint32_t) break;
-    default: RANK_BANDS(uint64_t) break;
-  }
+  uint64_t elems[DCR__BANDS_MAX];
+  dcr__bands_rank(bw, base, n, pos, count, ranks, offset, elems);
   size_t table = 1 + 2 * (bands - 1) + 4 * (size_t)bands + 1;
   if (table > capacity) return SIZE_MAX;
   out[0] = (uint8_t)bands;
   for (unsigned b = 0; b + 1 < bands; b++) dcr__put16(out + 1 + 2 * b, t[b]);
   /* A band where most elements change lists the others (inverted): a gap code
    * spends at least a bit a change, the entropy far less where nearly all do. */
-  uint64_t elems[DCR__BANDS_MAX];
   uint8_t inverted = 0;
   for (unsigned b = 0; b < bands; b++) {
-    elems[b] = (uint64_t)h0[b] + h1[b] + h2[b] + h3[b];
     dcr__put32(out + 1 + 2 * (bands - 1) + 4 * b, k[b]);
     if (2 * (uint64_t)k[b] > elems[b]) inverted |= (uint8_t)(1u << b);
   }
@@ -346,20 +338,20 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
   }
   /* Values: at most 11 + 63 bits each, so the bound is checked a value at a time
    * against 10 bytes of slack. */
-  dcr__bit_writer bw = {out + length, 0, 0};
+  dcr__bit_writer vw = {out + length, 0, 0};
   const uint8_t *stop = capacity - length >= 10 ? out + capacity - 10 : out;
   for (unsigned b = 0, i = 0; b < bands; b++)
     for (; i < offset[b]; i++) {
       uint64_t m;
       unsigned s = symbol_of(load_elem(sorted + (size_t)i * esize, esize), &m), L = s >> 1;
-      if (bw.p > stop) return SIZE_MAX;
-      dcr__put_bits(&bw, code[b][s], len[b][s]);
-      if (L > 32) dcr__put_bits(&bw, m & 0xFFFFFFFFu, 32), m >>= 32, L -= 32;
-      dcr__put_bits(&bw, m & (((uint64_t)1 << L) - 1), L);
+      if (vw.p > stop) return SIZE_MAX;
+      dcr__put_bits(&vw, code[b][s], len[b][s]);
+      if (L > 32) dcr__put_bits(&vw, m & 0xFFFFFFFFu, 32), m >>= 32, L -= 32;
+      dcr__put_bits(&vw, m & (((uint64_t)1 << L) - 1), L);
     }
-  if (bw.n) *bw.p++ = (uint8_t)bw.acc;
+  if (vw.n) *vw.p++ = (uint8_t)vw.acc;
 
-  return (size_t)(bw.p - out);
+  return (size_t)(vw.p - out);
 }
 
 /* ---- decoder ------------------------------------------------------------- */
@@ -578,15 +570,7 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
     return dcr__fail(d, DCR_E_ENCODING, "value stream does not end where its last value does");
   cls->banded = 1;
   bw->n = n;
-  bw->bands = bands;
-  memset(bw->onehot, 0, sizeof bw->onehot);
-  for (size_t b = 0; b < bands; b++) {
-    for (size_t c = lo[b]; c < lo[b + 1]; c++) {
-      bw->band_of[c] = (uint8_t)b;
-      if (c < sizeof bw->onehot) bw->onehot[c] = (uint8_t)(1u << b);
-    }
-    bw->lo[b] = (uint8_t)lo[b];
-  }
-  dcr__bands_begin(bw, dtype);
+  dcr__bands_layout(bw, dtype, bands, lo);
+  dcr__bands_begin(bw);
   return DCR_OK;
 }

@@ -53,18 +53,27 @@ struct dcr__bands {
   uint8_t *rec_values;
 };
 
-/* band_walk.c: the streams' reader reserves room (count ranks, and `listed`
- * unchanged ones), fills bands, band_of, onehot, lo and each band's first, end,
- * inverted, list and listed, and the ranks; then dcr__bands_begin. The walk,
- * record, collect and end are dcr__classed_*'s for a banded chunk. */
+/* band_walk.c. dcr__bands_layout sets the dtype's class field and the bands
+ * (band b: classes lo[b] .. lo[b + 1] - 1) and chooses the walk's code. The
+ * streams' reader then reserves room (count ranks, and `listed` unchanged ones),
+ * fills each band's first, end, inverted, list and listed, and the ranks; then
+ * dcr__bands_begin. The walk, record, collect and end are dcr__classed_*'s for a
+ * banded chunk. */
+DCR_HIDDEN void dcr__bands_layout(dcr__bands *bw, int dtype, size_t bands, const uint16_t *lo);
 DCR_HIDDEN int dcr__bands_reserve(dcr__bands *bw, size_t count, size_t listed);
 DCR_HIDDEN void dcr__bands_free(dcr__bands *bw);
-DCR_HIDDEN void dcr__bands_begin(dcr__bands *bw, int dtype);
+DCR_HIDDEN void dcr__bands_begin(dcr__bands *bw);
 DCR_HIDDEN void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values);
 DCR_HIDDEN void dcr__bands_walk(dcr__bands *bw, const uint8_t *values, const uint8_t *base,
                                 uint8_t *out, size_t first, size_t last);
 DCR_HIDDEN size_t dcr__bands_collect(dcr__bands *bw, const uint8_t *values, const uint8_t *base,
                                      size_t n, uint32_t *pos, uint8_t *out_values);
+/* The writer's walk, after dcr__bands_layout: the rank of each of the count
+ * changes at pos (increasing) among the n elements of base in its band b goes to
+ * ranks[offset[b]++]; elems[b] gets band b's elements. */
+DCR_HIDDEN void dcr__bands_rank(dcr__bands *bw, const uint8_t *base, size_t n,
+                                const uint32_t *pos, size_t count, uint32_t *ranks,
+                                uint32_t *offset, uint64_t *elems);
 DCR_HIDDEN int dcr__bands_end(const dcr__bands *bw, dcr_detail *d);
 
 struct dcr__classed {
