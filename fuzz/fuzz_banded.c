@@ -11,8 +11,9 @@
  * changes, in element order: applied one by one they give those bytes.
  *
  * Round trip: a target made from the base by the recipes is written by
- * dcr__banded_write; its data must check without a base and give the target
- * exactly by every walk, and collect must list exactly its changes.
+ * dcr__banded_write, the same bytes by every walk (its ranks come from the walk's
+ * masks); its data must check without a base and give the target exactly by
+ * every walk, and collect must list exactly its changes.
  */
 #include "fuzz_common.h"
 
@@ -128,6 +129,14 @@ static void round_trip(state *s, const uint8_t *recipes, size_t length) {
                in->n, w.length, data[0],
                w.length == SIZE_MAX ? 0 : data[1 + 2 * (data[0] - 1) + 4 * data[0]]);
     FUZZ_ASSERT(w.length != SIZE_MAX);
+    for (size_t m = 0; m < WALKS; m++) { /* the writer's ranks come from the walk's masks */
+      fuzz_banded_written again;
+      dcr__classed_vector = walks[m];
+      fuzz_banded_write(in, s->base, target, &again);
+      FUZZ_ASSERT(again.length == w.length && memcmp(again.data, w.data, w.length) == 0);
+      fuzz_banded_written_free(&again);
+    }
+    dcr__classed_vector = 1;
     s->c.count = (uint32_t)w.count;
     dcr_detail d;
     FUZZ_ASSERT(dcr__decode_chunk(&s->dd, &s->c, data, w.length, in->dtype, in->n, NULL, &d) ==

@@ -190,14 +190,18 @@ static const unsigned esizes[] = {1, 2, 4, 8};
 
 /* ---- DELTA_CLASSED and DELTA_BANDED walks (§9.4, §9.5) ------------------- */
 
-/* For both encodings, every walk (scalar, and the group walks with AVX2 and AVX-512BW where the CPU
- * has them) finds the same changes: for each dtype class, a base whose class field
+/* For both encodings, every walk (portable C, and the vector walks where the CPU
+ * has them: AVX2; AVX-512BW for classes, AVX-512 VBMI, GFNI and VPOPCNTDQ for
+ * bands) finds the same changes: for each dtype class, a base whose class field
  * spans `spread` classes (20: the group walks; 256 and more: past their limit, so
- * the scalar walk starts and hands over once classes run out of changes), changes
- * of 1 to 3 units at several rates, walked in pieces of 4096 bytes and of an odd
- * number of elements; each gives the target, and every way agrees (at 80% the
- * bands are inverted). The walk of dcr_changes finds each change's position and
- * value, in element order. */
+ * the scalar walk starts and hands over once classes run out of changes; for
+ * bands, every byte-sized class, the upper 128 included), changes of 1 to 3 units
+ * at several rates, walked in pieces of 4096 bytes and of an odd number of
+ * elements (4101: blocks of 2048 and a tail past the last group of 64); each
+ * gives the target, and every way agrees (at 80% the bands are inverted). The
+ * DELTA_BANDED writer, whose ranks come from the same walk, writes the same bytes
+ * by each. The walk of dcr_changes finds each change's position and value, in
+ * element order. */
 static void test_classed_walks_agree(void **state) {
   (void)state;
   static const char *dtypes[] = {"BF16", "F16", "F32", "F64", "C64", "F8_E4M3", "F8_E5M2",
@@ -249,6 +253,17 @@ static void test_classed_walks_agree(void **state) {
                 : dcr__classed_write(&ws, data, capacity, base, dtype, pos, old, z, count, ranks,
                                      sorted);
         assert_true(length != SIZE_MAX);
+        if (enc == DCR_ENC_DELTA_BANDED) /* the writer's ranks come from the walk's masks */
+          for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            uint8_t *again = xmalloc(capacity);
+            dcr__classed_vector = modes[m];
+            assert_int_equal(dcr__banded_write(&ws, again, capacity, base, n, dtype, pos, old, z,
+                                               count, ranks, sorted),
+                             length);
+            assert_memory_equal(again, data, length);
+            free(again);
+          }
+        dcr__classed_vector = 1;
         int (*streams)(dcr__classed *, const uint8_t *, size_t, int, size_t, size_t, uint8_t *,
                        const volatile int *, dcr_detail *) =
             enc == DCR_ENC_DELTA_BANDED ? dcr__banded_streams : dcr__classed_streams;
