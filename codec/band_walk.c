@@ -39,24 +39,15 @@ struct dcr__band_block {
 };
 typedef struct dcr__band_block block;
 
-int dcr__bands_reserve(dcr__bands *bw, size_t count, size_t listed) {
-  if (count > bw->pos_capacity) {
-    uint32_t *grown = realloc(bw->pos, count * sizeof *grown);
-    if (!grown) return DCR_E_NOMEM;
-    bw->pos = grown, bw->pos_capacity = count;
-  }
-  if (listed > bw->listed_capacity) {
-    uint32_t *grown = realloc(bw->listed, listed * sizeof *grown);
-    if (!grown) return DCR_E_NOMEM;
-    bw->listed = grown, bw->listed_capacity = listed;
-  }
+int dcr__bands_reserve(dcr__bands *bw, size_t ranks) {
+  if (ranks <= bw->pos_capacity) return DCR_OK;
+  uint32_t *grown = realloc(bw->pos, ranks * sizeof *grown);
+  if (!grown) return DCR_E_NOMEM;
+  bw->pos = grown, bw->pos_capacity = ranks;
   return DCR_OK;
 }
 
-void dcr__bands_free(dcr__bands *bw) {
-  free(bw->pos);
-  free(bw->listed);
-}
+void dcr__bands_free(dcr__bands *bw) { free(bw->pos); }
 
 void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values) {
   bw->rec_pos = pos;
@@ -66,26 +57,13 @@ void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values) {
 /* ---- the masks of a block's groups: masks[g][b] and before[b][g + 1] from
  * before[b][g], for groups [0, groups) of 64 elements at p */
 
-static inline uint64_t element(const uint8_t *p, unsigned esize) {
-  uint8_t u8;
-  uint16_t u16;
-  uint32_t u32;
-  uint64_t u64;
-  switch (esize) { /* little-endian host: scatter.c asserts it */
-    case 1: return memcpy(&u8, p, 1), u8;
-    case 2: return memcpy(&u16, p, 2), u16;
-    case 4: return memcpy(&u32, p, 4), u32;
-    default: return memcpy(&u64, p, 8), u64;
-  }
-}
-
 /* One group of `count` (at most 64) elements, in portable C. */
 static void group_scalar(const dcr__bands *bw, const uint8_t *p, size_t count, block *blk,
                          size_t g) {
   uint64_t m[DCR__BANDS_MAX] = {0};
   unsigned esize = bw->esize, shift = bw->shift;
   for (size_t k = 0; k < count; k++)
-    m[bw->band_of[(element(p + k * esize, esize) >> shift) & bw->mask]] |= (uint64_t)1 << k;
+    m[bw->band_of[(dcr__elem_load(p + k * esize, esize) >> shift) & bw->mask]] |= (uint64_t)1 << k;
   blk->held[g] = 0;
   for (size_t b = 0; b < DCR__BANDS_MAX; b++) {
     blk->masks[g][b] = m[b];
@@ -269,11 +247,6 @@ static inline uint32_t held_portable(const block *blk, size_t b) {
 }
 
 #ifdef VECTOR_FILL
-__attribute__((target("bmi2"), always_inline)) static inline unsigned select_bmi2(uint64_t m,
-                                                                                  unsigned k) {
-  return (unsigned)__builtin_ctzll(_pdep_u64((uint64_t)1 << k, m));
-}
-
 /* Bit b of each of the 32 bytes, gathered by PEXT eight at a time. */
 __attribute__((target("bmi2"), always_inline)) static inline uint32_t held_bmi2(const block *blk,
                                                                                size_t b) {
@@ -357,8 +330,8 @@ group_count(const block *blk, size_t b, uint64_t r) {
 
 LOCATE(locate_portable, , select_portable, held_portable, group_search)
 #ifdef VECTOR_FILL
-LOCATE(locate_bmi2, __attribute__((target("bmi2"))), select_bmi2, held_bmi2, group_search)
-LOCATE(locate_vbmi, __attribute__((target("avx512f,avx512vl,bmi2,popcnt"))), select_bmi2,
+LOCATE(locate_bmi2, __attribute__((target("bmi2"))), dcr__select_bmi2, held_bmi2, group_search)
+LOCATE(locate_vbmi, __attribute__((target("avx512f,avx512vl,bmi2,popcnt"))), dcr__select_bmi2,
        held_bmi2, group_count)
 #endif
 
@@ -491,7 +464,7 @@ size_t dcr__bands_collect(dcr__bands *bw, const uint8_t *values, const uint8_t *
       if (groups > full) group_scalar(bw, p + full * GROUP * esize, here % GROUP, &blk, full); \
       for (; j < count && pos[j] < first + here; j++) {                              \
         size_t at = pos[j] - first, g = at / GROUP;                                  \
-        size_t b = bw->band_of[(element(base + (size_t)pos[j] * esize, esize) >> shift) & bw->mask]; \
+        size_t b = bw->band_of[(dcr__elem_load(base + (size_t)pos[j] * esize, esize) >> shift) & bw->mask]; \
         uint64_t below = blk.masks[g][b] & (((uint64_t)1 << (at % GROUP)) - 1);      \
         ranks[offset[b]++] =                                                         \
             (uint32_t)(seen[b] + blk.before[b][g] + (uint64_t)__builtin_popcountll(below)); \

@@ -34,16 +34,6 @@ static inline unsigned symbol_of(uint64_t z, uint64_t *m) {
   return 2 * (63u - (unsigned)__builtin_clzll(*m)) + neg;
 }
 
-static inline uint64_t load_elem(const uint8_t *p, unsigned esize) {
-  uint64_t u = 0;
-  for (unsigned b = 0; b < esize; b++) u |= (uint64_t)p[b] << (8 * b);
-  return u;
-}
-
-static inline void store_elem(uint8_t *p, uint64_t u, unsigned esize) {
-  for (unsigned b = 0; b < esize; b++) p[b] = (uint8_t)(u >> (8 * b));
-}
-
 static inline unsigned reverse_bits(unsigned code, unsigned length) {
   unsigned r = 0;
   for (unsigned i = 0; i < length; i++) r |= ((code >> i) & 1) << (length - 1 - i);
@@ -228,7 +218,7 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
   memset(changes, 0, classes * sizeof *changes);
   for (size_t c = 0; c < classes; c++) w->elems[c] = SAMPLE * (h0[c] + h1[c] + h2[c] + h3[c]);
   for (size_t j = 0; j < count; j++) {
-    size_t c = (size_t)((load_elem(old + j * esize, esize) >> shift) & mask);
+    size_t c = (size_t)((dcr__elem_load(old + j * esize, esize) >> shift) & mask);
     if (++changes[c] > w->elems[c]) w->elems[c] = changes[c];
   }
   size_t present = 0;
@@ -247,9 +237,9 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
   }
   for (size_t j = 0; j < count; j++) {
     uint64_t m;
-    unsigned a = w->atom_of[(load_elem(old + j * esize, esize) >> shift) & mask];
+    unsigned a = w->atom_of[(dcr__elem_load(old + j * esize, esize) >> shift) & mask];
     w->atom_k[a + 1]++;
-    w->hist[a + 1][symbol_of(load_elem(z + j * esize, esize), &m)]++;
+    w->hist[a + 1][symbol_of(dcr__elem_load(z + j * esize, esize), &m)]++;
   }
   for (unsigned a = 1; a <= p; a++) {
     w->atom_n[a] += w->atom_n[a - 1];
@@ -267,12 +257,12 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
   /* Each change's value sorted by band (ranks keep order), then its rank. */
   uint32_t offset[DCR__BANDS_MAX + 1] = {0}, at[DCR__BANDS_MAX];
   for (size_t j = 0; j < count; j++)
-    offset[bw->band_of[(load_elem(old + j * esize, esize) >> shift) & mask] + 1]++;
+    offset[bw->band_of[(dcr__elem_load(old + j * esize, esize) >> shift) & mask] + 1]++;
   uint32_t k[DCR__BANDS_MAX];
   for (unsigned b = 0; b < bands; b++) k[b] = offset[b + 1], offset[b + 1] += offset[b];
   memcpy(at, offset, sizeof at);
   for (size_t j = 0; j < count; j++) {
-    size_t b = bw->band_of[(load_elem(old + j * esize, esize) >> shift) & mask];
+    size_t b = bw->band_of[(dcr__elem_load(old + j * esize, esize) >> shift) & mask];
     memcpy(sorted + (size_t)at[b]++ * esize, z + j * esize, esize);
   }
   uint64_t elems[DCR__BANDS_MAX];
@@ -343,7 +333,7 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
   for (unsigned b = 0, i = 0; b < bands; b++)
     for (; i < offset[b]; i++) {
       uint64_t m;
-      unsigned s = symbol_of(load_elem(sorted + (size_t)i * esize, esize), &m), L = s >> 1;
+      unsigned s = symbol_of(dcr__elem_load(sorted + (size_t)i * esize, esize), &m), L = s >> 1;
       if (vw.p > stop) return SIZE_MAX;
       dcr__put_bits(&vw, code[b][s], len[b][s]);
       if (L > 32) dcr__put_bits(&vw, m & 0xFFFFFFFFu, 32), m >>= 32, L -= 32;
@@ -458,7 +448,7 @@ static int read_values(const uint8_t *v, size_t bytes, uint64_t *at, const uint1
     uint64_t m = L == 64 ? low : (uint64_t)1 << L | low;
     if (m > half || (m == half && !(s & 1)))
       return dcr__fail(d, DCR_E_ENCODING, "band %zu: a value does not fit %u bits", b, B);
-    store_elem(values + (size_t)i * esize, 2 * m - (s & 1), esize);
+    dcr__elem_store(values + (size_t)i * esize, 2 * m - (s & 1), esize);
   }
   *at = bit;
   return DCR_OK;
@@ -508,9 +498,9 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
     if (rc) return rc;
   }
   /* The ranks, decoded once as they are checked: a band's go where its values
-   * go, in bw->pos; an inverted band's unchanged ones to bw->listed. */
+   * go, in bw->pos; an inverted band's unchanged ones after all of those. */
   dcr__bands *bw = &cls->bw;
-  if (dcr__bands_reserve(bw, count, 0))
+  if (dcr__bands_reserve(bw, count))
     return dcr__fail(d, DCR_E_NOMEM, "cannot hold a chunk's %zu ranks", count);
   size_t listed_total = 0, list_at[DCR__BANDS_MAX];
   uint32_t first = 0;
@@ -538,10 +528,10 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
       if (count + listed_total + listed > n) bw->impossible = 1;
       out = NULL;
       if (!bw->impossible && listed) {
-        if (dcr__bands_reserve(bw, count, listed_total + listed))
+        if (dcr__bands_reserve(bw, count + listed_total + listed))
           return dcr__fail(d, DCR_E_NOMEM, "cannot hold %zu unchanged ranks",
                            listed_total + listed);
-        out = bw->listed + listed_total;
+        out = bw->pos + count + listed_total;
       }
       bd->listed = (uint32_t)listed;
       list_at[b] = listed_total;
@@ -553,8 +543,7 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
     if (rc) return rc;
     p += used;
   }
-  for (size_t b = 0; b < bands; b++)
-    bw->band[b].list = bw->listed ? bw->listed + list_at[b] : NULL;
+  for (size_t b = 0; b < bands; b++) bw->band[b].list = bw->pos + count + list_at[b];
   uint64_t at = 0;
   size_t bytes = (size_t)(end - p), done = 0;
   for (size_t b = 0; b < bands; b++) {

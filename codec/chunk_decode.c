@@ -47,9 +47,10 @@ static uint64_t chunk_need(const dcr_reader *r, const dcr__chunk *c, size_t deco
                   : c->payload_length,
       classed || inflated ? (sparse || classed ? c->count : n) * esize : 0,
       sparse && inflated ? DCR__POSITIONS_BOUND(n) : 0,
-      sparse ? smaller(c->count, pos_capacity(decoder_size)) * sizeof(uint32_t)
-      : c->encoding == DCR_ENC_DELTA_BANDED ? c->count * sizeof(uint32_t) /* its ranks */
-                                            : 0,
+      /* DELTA_BANDED's ranks and listed unchanged ones: one a chunk element at most */
+      c->encoding == DCR_ENC_DELTA_BANDED ? n * sizeof(uint32_t)
+      : sparse ? smaller(c->count, pos_capacity(decoder_size)) * sizeof(uint32_t)
+               : 0,
       sparse || classed ? 0 : join_bytes(bytes)};
   uint64_t total = 0;
   for (int i = 0; i < 5; i++) most[i] = larger(most[i], part[i]), total += part[i];

@@ -40,12 +40,6 @@ unsigned dcr__class_bits(int dtype, unsigned *shift) {
   return known ? class_field[dtype].bits : 0;
 }
 
-static inline uint64_t load_elem(const uint8_t *p, unsigned esize) {
-  uint64_t u = 0;
-  for (unsigned b = 0; b < esize; b++) u |= (uint64_t)p[b] << (8 * b);
-  return u;
-}
-
 /* ---- values (§9.4): sign, then m = |delta| ≥ 1 as an adaptive Elias gamma code:
  * the length L = floor(log2 m) in unary, each of its bits with a context of its
  * own, then the L bits of m under its leading one, each of probability 1/2. */
@@ -76,10 +70,6 @@ static uint64_t decode_value(dcr__rc_decoder *rc, dcr__rc_prob *ctx, unsigned B)
   uint64_t half = (uint64_t)1 << (B - 1); /* a B-bit delta is at most 2^(B-1) down, less up */
   if (m > half || (m == half && !negative)) return 0;
   return negative ? 2 * m - 1 : 2 * m;
-}
-
-static void store_elem(uint8_t *p, uint64_t u, unsigned esize) {
-  for (unsigned b = 0; b < esize; b++) p[b] = (uint8_t)(u >> (8 * b));
 }
 
 /* ---- encoder */
@@ -121,7 +111,7 @@ size_t dcr__classed_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacit
   size_t classes = (size_t)1 << bits;
   uint32_t *offset = ws->offset, *seen = ws->seen;
   memset(offset, 0, (classes + 1) * sizeof *offset);
-  for (size_t j = 0; j < count; j++) offset[((load_elem(old + j * esize, esize) >> shift) & mask) + 1]++;
+  for (size_t j = 0; j < count; j++) offset[((dcr__elem_load(old + j * esize, esize) >> shift) & mask) + 1]++;
   size_t m = 0;
   for (size_t c = 0; c < classes; c++) m += offset[c + 1] != 0;
   size_t table = 2 + 6 * m;
@@ -158,7 +148,7 @@ size_t dcr__classed_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacit
     if (offset[c] == start) continue;
     contexts_reset(ctx);
     for (size_t i = start; i < offset[c]; i++)
-      encode_value(&rc, ctx, load_elem(sorted + i * esize, esize), 8 * esize);
+      encode_value(&rc, ctx, dcr__elem_load(sorted + i * esize, esize), 8 * esize);
     start = offset[c];
   }
   size_t values = dcr__rc_finish(&rc, out + length);
@@ -242,7 +232,7 @@ int dcr__classed_streams(dcr__classed *cls, const uint8_t *data, size_t length, 
         return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
       uint64_t z = decode_value(&rc, ctx, 8 * esize);
       if (!z) return dcr__fail(d, DCR_E_ENCODING, "value %zu does not fit %u bits", at, 8 * esize);
-      store_elem(values + at * esize, z, esize);
+      dcr__elem_store(values + at * esize, z, esize);
     }
   }
   if (!dcr__rc_finished(&rc))
@@ -394,12 +384,6 @@ typedef struct {
   size_t a;
 } pending;
 
-/* BMI2's PDEP deposits 1 << k at m's k-th set bit. */
-__attribute__((target("bmi2"), always_inline)) static inline unsigned select_bit(uint64_t m,
-                                                                                 uint32_t k) {
-  return (unsigned)__builtin_ctzll(_pdep_u64((uint64_t)1 << k, m));
-}
-
 /* Inlined into each walk, so that popcounts are the CPU's instruction there. */
 /* The changes of unit c among the group's elements m (at element i): those past
  * the left[c] it must still pass; left[c] is then what it must pass after m. */
@@ -408,7 +392,7 @@ __attribute__((target("bmi2,popcnt"), always_inline)) static inline void unit_ch
   uint32_t *left = cls->left;
   uint32_t cnt = (uint32_t)__builtin_popcountll(m);
   while (cnt > left[c]) {
-    unsigned bit = select_bit(m, left[c]); /* its left[c]-th element here */
+    unsigned bit = dcr__select_bmi2(m, left[c]); /* its left[c]-th element here */
     change(cls, c, i + bit, out, values);
     m = bit == GROUP - 1 ? 0 : m & (~(uint64_t)0 << (bit + 1));
     cnt = (uint32_t)__builtin_popcountll(m);

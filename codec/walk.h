@@ -13,6 +13,42 @@
 
 #define RANKS_AHEAD 16
 
+/* An element of esize bytes read as (and written from) an unsigned integer; the
+ * host is little-endian (scatter.c asserts it), and each size is a fixed-size
+ * copy, not a call. */
+static inline uint64_t dcr__elem_load(const uint8_t *p, unsigned esize) {
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+  switch (esize) {
+    case 1: return memcpy(&u8, p, 1), u8;
+    case 2: return memcpy(&u16, p, 2), u16;
+    case 4: return memcpy(&u32, p, 4), u32;
+    default: return memcpy(&u64, p, 8), u64;
+  }
+}
+static inline void dcr__elem_store(uint8_t *p, uint64_t u, unsigned esize) {
+  uint8_t u8 = (uint8_t)u;
+  uint16_t u16 = (uint16_t)u;
+  uint32_t u32 = (uint32_t)u;
+  switch (esize) {
+    case 1: memcpy(p, &u8, 1); break;
+    case 2: memcpy(p, &u16, 2); break;
+    case 4: memcpy(p, &u32, 4); break;
+    default: memcpy(p, &u, 8); break;
+  }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* The k-th set bit of m (k below its popcount): BMI2's PDEP deposits 1 << k there. */
+__attribute__((target("bmi2"), always_inline)) static inline unsigned dcr__select_bmi2(uint64_t m,
+                                                                                      unsigned k) {
+  return (unsigned)__builtin_ctzll(_pdep_u64((uint64_t)1 << k, m));
+}
+#endif
+
 /* A band of 1.3: its changes' values are [first, end) of the chunk's, in rank
  * order; v is the next one to find, once seen of its elements are walked. An
  * inverted band changes every element but the `listed` ranks at list, of which
@@ -43,9 +79,11 @@ struct dcr__bands {
   uint8_t onehot[256];               /* 1 << band_of[c], for class fields of a byte */
   uint8_t lo[DCR__BANDS_MAX];        /* each band's first class (the same) */
   /* By value index: each band's ranks, decoded by the streams' reader, made
-   * positions by the walk. pos_capacity and listed_capacity: as allocated. */
-  uint32_t *pos, *listed;
-  size_t pos_capacity, listed_capacity;
+   * positions by the walk; after the chunk's count of them, the inverted bands'
+   * listed ranks (the whole at most one a chunk element: else `impossible`).
+   * pos_capacity: as allocated. */
+  uint32_t *pos;
+  size_t pos_capacity;
   /* The streams list more changes and unchanged elements than the chunk has (a
    * bundle that R-BND-7 rejects whatever the base): nothing is walked. */
   int impossible;
@@ -55,12 +93,12 @@ struct dcr__bands {
 
 /* band_walk.c. dcr__bands_layout sets the dtype's class field and the bands
  * (band b: classes lo[b] .. lo[b + 1] - 1) and chooses the walk's code. The
- * streams' reader then reserves room (count ranks, and `listed` unchanged ones),
+ * streams' reader then reserves room for the ranks (count, then listed ones),
  * fills each band's first, end, inverted, list and listed, and the ranks; then
  * dcr__bands_begin. The walk, record, collect and end are dcr__classed_*'s for a
  * banded chunk. */
 DCR_HIDDEN void dcr__bands_layout(dcr__bands *bw, int dtype, size_t bands, const uint16_t *lo);
-DCR_HIDDEN int dcr__bands_reserve(dcr__bands *bw, size_t count, size_t listed);
+DCR_HIDDEN int dcr__bands_reserve(dcr__bands *bw, size_t ranks);
 DCR_HIDDEN void dcr__bands_free(dcr__bands *bw);
 DCR_HIDDEN void dcr__bands_begin(dcr__bands *bw);
 DCR_HIDDEN void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values);
