@@ -191,9 +191,10 @@ check-append-vectors:
 check-crash-history:
 	bash tests/crash_history_test.sh $(BUILD)/dcr 8
 check-spec-lint:
-	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/v1.3/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json testvectors/history-append-v1/index.json
+	python3 tests/spec_lint.py SPEC.md testvectors/index.json testvectors/v1.1/index.json testvectors/v1.2/index.json testvectors/v1.3/index.json testvectors/journal-v1/index.json testvectors/journal-v1.1/index.json testvectors/journal-v1.2/index.json testvectors/history-v1/index.json testvectors/history-v1.1/index.json testvectors/sign-v1/index.json testvectors/sign-v2/index.json testvectors/range-v1/index.json testvectors/resource-v1/index.json testvectors/walk-v1/index.json testvectors/history-containers-v1/index.json testvectors/history-append-v1/index.json
 check-sign-vectors:
 	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v1
+	bash tests/sign_vectors.sh $(BUILD)/dcr testvectors/sign-v2
 check-range-vectors:
 	python3 tests/range_vectors.py $(BUILD)/dcr testvectors/range-v1
 check-walk-vectors:
@@ -225,7 +226,7 @@ python-test: $(BUILD)/libdcr.so $(BUILD)/dcr ## Test the Python package (python/
 check-large: $(BUILD)/dcr ## The largest chunk (2^30) end to end: encode, validate, apply (~1 min, ~12 GiB of memory)
 	bash tests/large_chunk.sh $(BUILD)/dcr
 
-vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkvectors13 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, v1.3/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/, history-append-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkvectors13.c, tools/mkjournals.c and tools/mk*vectors.py
+vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/mkvectors13 $(BUILD)/mkjournals ## Rewrite testvectors/ (index.json, v1/, v1.1/, v1.2/, v1.3/, journal-v1/, journal-v1.1/, journal-v1.2/, sign-v1/, sign-v2/, range-v1/, resource-v1/, walk-v1/, history-containers-v1/, history-append-v1/) from tools/mkvectors.c, tools/mkvectors11.c, tools/mkvectors12.c, tools/mkvectors13.c, tools/mkjournals.c and tools/mk*vectors.py
 	rm -rf testvectors/v1
 	$(BUILD)/mkvectors testvectors
 	rm -rf testvectors/v1.1
@@ -236,7 +237,7 @@ vectors: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BUILD)/m
 	$(BUILD)/mkvectors13 testvectors
 	rm -rf testvectors/journal-v1 testvectors/journal-v1.1 testvectors/journal-v1.2
 	$(BUILD)/mkjournals testvectors
-	rm -rf testvectors/sign-v1
+	rm -rf testvectors/sign-v1 testvectors/sign-v2
 	python3 tools/mksignvectors.py testvectors
 	rm -rf testvectors/range-v1
 	python3 tools/mkrangevectors.py testvectors
@@ -310,6 +311,7 @@ vectors-check: $(BUILD)/mkvectors $(BUILD)/mkvectors11 $(BUILD)/mkvectors12 $(BU
 	@$(call minor_vectors_check,mkvectors12,1.2)
 	@$(call minor_vectors_check,mkvectors13,1.3)
 	@$(call python_vectors_check,mksignvectors,sign-v1,The signature 1.0 vectors (SPEC.md §20))
+	@$(call python_vectors_check,mksignvectors,sign-v2,The signature 2.0 vectors (SPEC.md §20.6))
 	@$(call python_vectors_check,mkrangevectors,range-v1,The range reader vectors (SPEC.md §21))
 	@$(call python_vectors_check,mkresourcevectors,resource-v1,The resource vectors (SPEC.md §11, §14))
 	@$(call python_vectors_check,mkwalkvectors,walk-v1,The set walk vectors (SPEC.md §2.3))

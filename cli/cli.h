@@ -34,7 +34,7 @@ enum { OPT_NO_PROGRESS = 1000, OPT_JSON, OPT_BASE, OPT_TARGET, OPT_CHUNK_SIZE, O
        OPT_THREADS, OPT_RAW, OPT_META, OPT_SIZE, OPT_RATE, OPT_SEED, OPT_DTYPE, OPT_NO_SYNC, OPT_RUNS, OPT_MEMORY,
        OPT_UNRELATED, OPT_FORMAT, OPT_PARENT, OPT_KEY, OPT_PUBKEY, OPT_SIGN, OPT_SLICED, OPT_REQUIRE_SIGNATURE,
        OPT_HEADER, OPT_HTTP_RETRIES, OPT_HTTP_TIMEOUT, OPT_CACERT, OPT_TENSORS,
-       OPT_HEADER_FOLLOW, OPT_HTTP_DEADLINE, OPT_HTTP_LOW_SPEED };
+       OPT_HEADER_FOLLOW, OPT_HTTP_DEADLINE, OPT_HTTP_LOW_SPEED, OPT_SIGN_SCOPE };
 #define CLI_COMMON_LONG_OPTIONS                                               \
   {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},       \
       {"verbose", no_argument, NULL, 'v'},                                    \
@@ -129,6 +129,9 @@ int cli_arg_count(const char *command, int argc, char **argv, int min, int max, 
 /* Parses "123", "4K", "4M", "1G" (binary units). Returns 0 on success. */
 int cli_parse_size(const char *s, uint64_t *out);
 int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
+/* "checkpoints" or "bundle" (--sign-scope, --scope): *scope gets DCR_SIGN_CHECKPOINTS
+ * or DCR_SIGN_BUNDLE. Returns 0 on success. */
+int cli_parse_sign_scope(const char *s, int *scope);
 /* "1.0", "1.1" or "1.2" (--format): *minor gets the minor version; -1 otherwise. */
 int cli_parse_format(const char *s, int *minor);
 

@@ -41,6 +41,13 @@ static const char usage[] =
     "                       then go whole; sets and 1.1 dtypes are refused)\n"
     "      --sign KEY       sign the bundle with the secret key KEY as it is written\n"
     "                       (the bundle dcr sign would make of it, in one pass)\n"
+    "      --sign-scope SCOPE\n"
+    "                       what --sign signs: checkpoints (default), the bundle and\n"
+    "                       SHA-256 digests of BASE's and TARGET's tensors, so that\n"
+    "                       dcr verify --base/--target can check them (hashing both\n"
+    "                       costs more than the encode); or bundle, the bundle alone\n"
+    "                       (signature format 2.0: nearly free; enough for workers\n"
+    "                       that apply it to a base of their own)\n"
     "      --sliced PATTERN\n"
     "                       tensors that workers hold in part (tensor-parallel\n"
     "                       slices; fnmatch, repeatable): coded with positions that\n"
@@ -63,6 +70,7 @@ int cmd_encode(int argc, char **argv) {
       {"format", required_argument, NULL, OPT_FORMAT},
       {"parent", required_argument, NULL, OPT_PARENT},
       {"sign", required_argument, NULL, OPT_SIGN},
+      {"sign-scope", required_argument, NULL, OPT_SIGN_SCOPE},
       {"sliced", required_argument, NULL, OPT_SLICED},
       {NULL, 0, NULL, 0}};
   cli_common common;
@@ -70,7 +78,7 @@ int cmd_encode(int argc, char **argv) {
   dcr_encode_options opt;
   dcr_encode_options_default(&opt);
   const char *out = NULL, *sign_key = NULL;
-  int force = 0, c, stop = 0, json = 0;
+  int force = 0, c, stop = 0, json = 0, scoped = 0;
   uint64_t v;
   /* one allocation: the metadata pairs, then the --sliced patterns */
   dcr_meta *meta = calloc((size_t)argc, sizeof *meta + sizeof(char *));
@@ -113,6 +121,11 @@ int cmd_encode(int argc, char **argv) {
         break;
       }
       case OPT_SIGN: sign_key = optarg; break;
+      case OPT_SIGN_SCOPE:
+        if (cli_parse_sign_scope(optarg, &opt.sign_scope))
+          return free(meta), cli_usage("encode", "--sign-scope is checkpoints or bundle, not '%s'", optarg);
+        scoped = 1;
+        break;
       case OPT_SLICED: sliced[opt.sliced_count++] = optarg; break;
       case OPT_PARENT:
         if (cli_file_digest(optarg, parent)) return free(meta), CLI_USAGE;
@@ -125,6 +138,7 @@ int cmd_encode(int argc, char **argv) {
   opt.sliced = sliced;
   if (cli_arg_count("encode", argc, argv, 2, 2, "BASE and TARGET")) return free(meta), CLI_USAGE;
   if (!out) return free(meta), cli_usage("encode", "missing -o BUNDLE");
+  if (scoped && !sign_key) return free(meta), cli_usage("encode", "--sign-scope without --sign KEY");
   if (json && !strcmp(out, "-"))
     return free(meta), cli_usage("encode", "--json prints on standard output: -o - cannot go there too");
   char dirs[2][4096];

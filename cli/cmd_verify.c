@@ -101,14 +101,17 @@ int cmd_verify(int argc, char **argv) {
                             res.present, "signatures", (json_int_t)res.signature_count, "trusted",
                             (json_int_t)res.verified_count);
     json_object_set_new(doc, "key_id", res.verified_count ? json_string(hex) : json_null());
+    json_object_set_new(doc, "scope", !res.signature_count ? json_null()
+                                      : json_string(res.scope == DCR_SIGN_BUNDLE ? "bundle" : "checkpoints"));
     json_object_set_new(doc, "error", err ? cli_error_json(err, stage, &d) : json_null());
     cli_print_json(doc);
   } else if (err) {
     cli_report(bundle, err, &d);
   } else if (!common.quiet) {
     cli_put_escaped(stdout, bundle, strlen(bundle));
-    printf(": signed by trusted key %s (%llu of %llu signatures trusted)%s%s\n", hex,
+    printf(": signed by trusted key %s (%llu of %llu signatures trusted%s)%s%s\n", hex,
            (unsigned long long)res.verified_count, (unsigned long long)res.signature_count,
+           res.scope == DCR_SIGN_BUNDLE ? "; the bundle alone" : "",
            base ? ", the base has the signed digests" : "", target ? ", the target has the signed digests" : "");
   }
   dcr_reader_free(r);

@@ -164,6 +164,12 @@ int cli_parse_format(const char *s, int *minor) {
   return 0;
 }
 
+int cli_parse_sign_scope(const char *s, int *scope) {
+  if (!strcmp(s, "checkpoints")) return *scope = DCR_SIGN_CHECKPOINTS, 0;
+  if (!strcmp(s, "bundle")) return *scope = DCR_SIGN_BUNDLE, 0;
+  return -1;
+}
+
 int cli_parse_uint(const char *s, uint64_t max, uint64_t *out) {
   char *end;
   if (!*s || *s == '-') return -1;

@@ -62,7 +62,8 @@ typedef struct {
   dcr_encode_stats stats;
   dcr_limits lim; /* the inputs are read with: the defaults, the caller's budget */
   dcr__signer *signer;          /* signing, else NULL */
-  dcr__tensor_sha256 base_sha;  /* signing: the tensor digests being made */
+  int digesting;                /* signing the checkpoints: SHA-256 of every piece */
+  dcr__tensor_sha256 base_sha;  /* digesting: the tensor digests being made */
   dcr__sha256 target_sha;       /* (the target's pieces are always the workers') */
   size_t digests;               /* tensor digests made */
 } encoder;
@@ -108,7 +109,7 @@ static void encode_job(void *ctx, size_t j, unsigned worker) {
                            en->target.dtype, &s->out);
     if (rc) dcr__fail(&s->detail, rc, "cannot encode chunk");
   }
-  if (!rc && e->signer) { /* while the chunk is in cache */
+  if (!rc && e->digesting) { /* while the chunk is in cache */
     dcr__pieces_sha256(&s->sha, s->target.data, s->bytes, s->target_sha);
     if (dcr__entry_delta_coded(en)) dcr__pieces_sha256(&s->sha, s->base.data, s->bytes, s->base_sha);
   }
@@ -218,7 +219,7 @@ static int begin_entry(encoder *e, uint32_t i, dcr_detail *d) {
   XXH3_128bits_reset(&e->target_hash);
   if ((en->presence & DCR__HAS_BASE) && !dcr__entry_delta_coded(en)) {
     int rc = dcr__hash_range(&e->ck[0], tensor_start(e, 0, &en->base), en->base.byte_length,
-                             en->base.hash, e->signer ? &e->base_sha : NULL, d);
+                             en->base.hash, e->digesting ? &e->base_sha : NULL, d);
     if (rc) return dcr__detail_file(d, e->path[0]), rc;
   }
   return DCR_OK;
@@ -228,7 +229,7 @@ static void end_entry(encoder *e, uint32_t i) {
   dcr__entry *en = &e->man.entries[i];
   if (en->presence & DCR__HAS_TARGET) dcr__digest128(&e->target_hash, en->target.hash);
   if (dcr__entry_delta_coded(en)) dcr__digest128(&e->base_hash, en->base.hash);
-  if (!e->signer) return;
+  if (!e->digesting) return;
   uint8_t *out = dcr__signer_digests(e->signer); /* entry order, base first (§20.2) */
   if (en->presence & DCR__HAS_BASE) dcr__sha256_final(&e->base_sha.tensor, out + 32 * e->digests++);
   if (en->presence & DCR__HAS_TARGET) dcr__sha256_final(&e->target_sha, out + 32 * e->digests++);
@@ -263,7 +264,7 @@ static int take_slot(encoder *e, const job *jb, const slot *s, dcr_detail *d) {
   size_t pieces = 16 * s->out.pieces;
   if (dcr__entry_delta_coded(en)) XXH3_128bits_update(&e->base_hash, s->out.base_pieces, pieces);
   XXH3_128bits_update(&e->target_hash, s->out.target_pieces, pieces);
-  if (e->signer) {
+  if (e->digesting) {
     size_t digests = 32 * s->out.pieces;
     if (dcr__entry_delta_coded(en)) dcr__sha256_update(&e->base_sha.tensor, s->base_sha, digests);
     dcr__sha256_update(&e->target_sha, s->target_sha, digests);
@@ -373,6 +374,9 @@ static int check_options(const dcr_encode_options *o, dcr_detail *d) {
   if (o->max_minor < 0 || o->max_minor > DCR_FORMAT_MINOR)
     return dcr__fail(d, DCR_E_ARGUMENT, "format 1.%d: this library writes 1.0 to 1.%d",
                      o->max_minor, DCR_FORMAT_MINOR);
+  if (o->sign_scope != DCR_SIGN_CHECKPOINTS && o->sign_scope != DCR_SIGN_BUNDLE)
+    return dcr__fail(d, DCR_E_ARGUMENT, "signing scope %d: DCR_SIGN_CHECKPOINTS or DCR_SIGN_BUNDLE",
+                     o->sign_scope);
   /* before the first byte reaches the sink */
   uint8_t *meta = NULL;
   size_t n;
@@ -419,7 +423,7 @@ static int make_slots(encoder *e, size_t count, dcr_detail *d) {
     if (!s->base_buffer || !s->target_buffer ||
         dcr__chunk_encoder_init(&s->enc, e->buffer_size, e->opt->level, e->classed))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate chunk buffers");
-    if (!e->signer) continue;
+    if (!e->digesting) continue;
     if (!(s->base_sha = malloc(32 * DCR__PIECES(e->buffer_size))) ||
         !(s->target_sha = malloc(32 * DCR__PIECES(e->buffer_size))))
       return dcr__fail(d, DCR_E_NOMEM, "cannot allocate digest buffers");
@@ -432,9 +436,12 @@ static int make_slots(encoder *e, size_t count, dcr_detail *d) {
 /* The signer, before the first byte is written (a refused key costs nothing),
  * between the writer and the sink. */
 static int open_signer(encoder *e, dcr_detail *d) {
-  int rc = dcr__signer_open(&e->signer, e->opt->sign_key, dcr__sign_digest_count(&e->man), d);
-  if (!rc) rc = dcr__tensor_sha256_init(&e->base_sha, d);
-  if (!rc) rc = dcr__sha256_init(&e->target_sha, d);
+  unsigned major = e->opt->sign_scope == DCR_SIGN_BUNDLE ? DCR__SIGN_BUNDLE : DCR__SIGN_CHECKPOINTS;
+  e->digesting = major == DCR__SIGN_CHECKPOINTS;
+  int rc = dcr__signer_open(&e->signer, e->opt->sign_key, major,
+                            dcr__sign_digest_count(&e->man, major), d);
+  if (!rc && e->digesting) rc = dcr__tensor_sha256_init(&e->base_sha, d);
+  if (!rc && e->digesting) rc = dcr__sha256_init(&e->target_sha, d);
   if (!rc) dcr__signer_attach(e->signer, &e->w);
   return rc;
 }
@@ -466,7 +473,8 @@ _Static_assert(sizeof(void *) != 8 || (sizeof(dcr_encode_options) == 120 &&
                                        offsetof(dcr_encode_options, unrelated) == 72 &&
                                        offsetof(dcr_encode_options, sign_key) == 80 &&
                                        offsetof(dcr_encode_options, sliced) == 88 &&
-                                       offsetof(dcr_encode_options, reserved_) == 104),
+                                       offsetof(dcr_encode_options, sign_scope) == 104 &&
+                                       offsetof(dcr_encode_options, reserved_) == 112),
                "dcr_encode_options changed size");
 
 void dcr_encode_options_default(dcr_encode_options *o) {

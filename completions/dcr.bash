@@ -64,6 +64,7 @@ _dcr() {
     LEVEL) mapfile -t COMPREPLY < <(compgen -W 'full chunk none' -- "$cur"); return 0 ;;
     D) mapfile -t COMPREPLY < <(compgen -W 'BF16 F16 F32' -- "$cur"); return 0 ;;
     V) mapfile -t COMPREPLY < <(compgen -W '1.0 1.1 1.2 1.3' -- "$cur"); return 0 ;; # --format (encode, squash, bench)
+    SCOPE) mapfile -t COMPREPLY < <(compgen -W 'checkpoints bundle' -- "$cur"); return 0 ;; # --sign-scope, --scope
     BUNDLE | OUT | BASE | TARGET | CKPT | FILE | LIST)
       # a file (bench's --threads LIST is a list of numbers)
       [[ $cmd == bench ]] && return 0

@@ -127,9 +127,9 @@ static inline const char *fuzz_dir(void) {
   return fuzz_dir_path;
 }
 
-/* fuzz_path("base") -> "<dir>/base", in a static buffer per slot (0..3). */
+/* fuzz_path("base") -> "<dir>/base", in a static buffer per slot (0..5). */
 static inline const char *fuzz_path(int slot, const char *name) {
-  static char paths[4][320];
+  static char paths[6][320];
   snprintf(paths[slot], sizeof paths[slot], "%s/%s", fuzz_dir(), name);
   return paths[slot];
 }

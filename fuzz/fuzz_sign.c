@@ -3,16 +3,19 @@
  * signed table against the bundle it is in.
  *
  * At start-up the harness encodes the fixed base against fuzz_index's target,
- * signs the bundle with a key made from a fixed seed (so runs are repeatable),
- * and keeps the bundle's bytes before SIGN, its valid SIGN payload and its footer.
- * Input: byte 0 selects
+ * signs the bundle with a key made from a fixed seed (so runs are repeatable) in
+ * both scopes, and keeps the bundle's bytes before SIGN (the same for both), its
+ * two valid SIGN payloads (a checkpoint signature, format 1.0, and a bundle
+ * signature, 2.0) and its footer. Input: byte 0 selects
  *   bit 0 clear: the rest is a SIGN payload for dcr__sign_parse alone;
  *   bit 0 set:   the rest is the SIGN payload of the skeleton bundle, which is
  *                opened and checked with the fixed key as trusted;
- *   bit 1 (with bit 0): the rest is XORed into the valid payload instead (its
+ *   bit 1 (with bit 0): the rest is XORed into a valid payload instead (its
  *                bytes past the payload's end extend it), so that the fuzzer
- *                starts from a signature that verifies; mode 1 cuts payloads.
- * In a production build an input of bit 0, bit 1 and nothing else must verify.
+ *                starts from a signature that verifies; mode 1 cuts payloads;
+ *   bit 2 (with bit 1): that valid payload is the bundle signature's.
+ * In a production build an input of bits 0 and 1 (and 2) and nothing else must
+ * verify. A bundle signature that verifies must refuse any checkpoint check.
  */
 #include <sodium.h>
 
@@ -22,7 +25,7 @@
 #define FUZZ_MAX_INPUT (1u << 16)
 
 static fuzz_buf before; /* the signed bundle's bytes up to its SIGN section */
-static fuzz_buf sign_payload, foot;
+static fuzz_buf sign_payload, bundle_payload, foot; /* the two valid payloads */
 static dcr_keyring ring;
 static uint8_t ring_id[DCR_KEY_ID_SIZE], ring_key[32];
 
@@ -53,24 +56,30 @@ static void init_skeleton(void) {
   dcr_sign_options o;
   dcr_sign_options_default(&o);
   o.threads = 1, o.no_sync = 1;
-  FUZZ_ASSERT(dcr_sign_file(fuzz_path(2, "bundle"), fuzz_path(3, "key"), fuzz_path(0, "base"),
-                            fuzz_path(1, "target"), NULL, &o, NULL) == DCR_OK);
-  FUZZ_ASSERT(fuzz_read_file(fuzz_path(2, "bundle"), &signed_) == 0);
-  dcr_reader *r;
-  FUZZ_ASSERT(dcr_reader_open_memory(&r, signed_.p, signed_.n, NULL, NULL) == DCR_OK);
-  const dcr__section *s = &r->sections[r->section_count - 2];
-  FUZZ_ASSERT(s->type == DCR__SEC_SIGN);
-  fuzz_put(&before, signed_.p, (size_t)s->offset);
-  fuzz_put(&sign_payload, signed_.p + s->offset + DCR__SECTION_HEADER_SIZE, (size_t)s->length);
-  fuzz_put(&foot, signed_.p + signed_.n - DCR__FOOTER_SIZE, DCR__FOOTER_SIZE);
-  dcr_reader_free(r);
+  for (int scope = DCR_SIGN_CHECKPOINTS; scope <= DCR_SIGN_BUNDLE; scope++) {
+    o.scope = scope;
+    FUZZ_ASSERT(dcr_sign_file(fuzz_path(2, "bundle"), fuzz_path(3, "key"), fuzz_path(0, "base"),
+                              fuzz_path(1, "target"), fuzz_path(4, "signed"), &o, NULL) == DCR_OK);
+    FUZZ_ASSERT(fuzz_read_file(fuzz_path(4, "signed"), &signed_) == 0);
+    dcr_reader *r;
+    FUZZ_ASSERT(dcr_reader_open_memory(&r, signed_.p, signed_.n, NULL, NULL) == DCR_OK);
+    const dcr__section *s = &r->sections[r->section_count - 2];
+    FUZZ_ASSERT(s->type == DCR__SEC_SIGN);
+    if (!before.n) fuzz_put(&before, signed_.p, (size_t)s->offset);
+    FUZZ_ASSERT(before.n == s->offset && !memcmp(before.p, signed_.p, before.n));
+    fuzz_put(scope == DCR_SIGN_BUNDLE ? &bundle_payload : &sign_payload,
+             signed_.p + s->offset + DCR__SECTION_HEADER_SIZE, (size_t)s->length);
+    if (!foot.n) fuzz_put(&foot, signed_.p + signed_.n - DCR__FOOTER_SIZE, DCR__FOOTER_SIZE);
+    dcr_reader_free(r);
+    fuzz_buf_free(&signed_);
+  }
   sodium_memzero(sk, sizeof sk);
   sodium_memzero(seed, sizeof seed);
   fuzz_buf_free(&base);
   fuzz_buf_free(&target);
   fuzz_buf_free(&bundle);
-  fuzz_buf_free(&signed_);
-  for (int i = 0; i < 4; i++) unlink(fuzz_path(i, i == 0 ? "base" : i == 1 ? "target" : i == 2 ? "bundle" : "key"));
+  static const char *const names[] = {"base", "target", "bundle", "key", "signed"};
+  for (int i = 0; i < 5; i++) unlink(fuzz_path(i, names[i]));
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -97,9 +106,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   fuzz_buf payload = {0}, out = {0};
   if (data[0] & 2) {
-    fuzz_put(&payload, sign_payload.p, sign_payload.n);
-    if (n > sign_payload.n) fuzz_put(&payload, p + sign_payload.n, n - sign_payload.n);
-    for (size_t i = 0; i < n && i < sign_payload.n; i++) payload.p[i] ^= p[i];
+    const fuzz_buf *valid = data[0] & 4 ? &bundle_payload : &sign_payload;
+    fuzz_put(&payload, valid->p, valid->n);
+    if (n > valid->n) fuzz_put(&payload, p + valid->n, n - valid->n);
+    for (size_t i = 0; i < n && i < valid->n; i++) payload.p[i] ^= p[i];
   } else {
     fuzz_put(&payload, p, n);
   }
@@ -119,6 +129,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(rc == DCR_OK || rc == DCR_E_SIGNATURE || rc == DCR_E_NOMEM);
     FUZZ_ASSERT(res.present);
     if (!rc) FUZZ_ASSERT(res.verified_count >= 1 && !memcmp(res.key_id, ring_id, 16));
+    if (!rc) FUZZ_ASSERT(res.scope == (dcr__le16(payload.p) == DCR__SIGN_BUNDLE ? DCR_SIGN_BUNDLE
+                                                                               : DCR_SIGN_CHECKPOINTS));
+    /* R-SIG-10: refused before the checkpoint is even opened */
+    if (!rc && res.scope == DCR_SIGN_BUNDLE)
+      FUZZ_ASSERT(dcr_reader_verify_signed_checkpoint(r, &ring, "/nonexistent/base", 0, 1, &d) ==
+                  DCR_E_SIGNATURE);
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     if (size == 1 && (data[0] & 2)) FUZZ_ASSERT(rc == DCR_OK); /* the signature as made */
 #endif

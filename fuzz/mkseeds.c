@@ -652,11 +652,13 @@ static void history_seeds(const fuzz_buf *base) {
   fuzz_buf_free(&b);
 }
 
-/* fuzz_sign: mode byte 3 (XOR into the skeleton's valid payload), and well-formed
- * payloads of their own for the parser (mode 0) and the bundle (mode 1). */
+/* fuzz_sign: mode bytes 3 and 7 (XOR into the skeleton's valid payloads, a
+ * checkpoint and a bundle signature), and well-formed payloads of their own for
+ * the parser (mode 0) and the bundle (mode 1), of both majors. */
 static void sign_seeds(void) {
   uint8_t m[1 + 16 + 112 + 88] = {0};
   save("sign", "valid", "\x03", 1);
+  save("sign", "valid-bundle", "\x07", 1);
   m[0] = 3;
   m[1 + 16 + 112 + 30] = 0x01; /* a byte of the table's first section record */
   save("sign", "xor-table", m, 1 + 16 + 112 + 31);
@@ -674,6 +676,11 @@ static void sign_seeds(void) {
   save("sign", "parse-minimal", m, sizeof m);
   m[0] = 1;
   save("sign", "bundle-minimal", m, sizeof m);
+  dcr__put16(p, 2); /* a bundle signature's: major 2, its domain */
+  memcpy(p + 16, "DCR-SIGN-TABLE-2", 16);
+  save("sign", "bundle-minimal-2", m, sizeof m);
+  m[0] = 0;
+  save("sign", "parse-minimal-2", m, sizeof m);
 }
 
 /* fuzz_http: one response of status/headers and the bytes [from, to) of b. */

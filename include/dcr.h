@@ -222,8 +222,9 @@ typedef struct {
   const char *sign_key;     /* optional: a secret key file (dcr_keygen); the bundle is
                                signed with it (SPEC.md §20) as it is written, from the
                                bytes the encode reads anyway: the same bytes as
-                               dcr_sign_file of the unsigned bundle, with no second
-                               pass over the bundle or the checkpoints */
+                               dcr_sign_file of the unsigned bundle with the same
+                               scope, with no second pass over the bundle or the
+                               checkpoints. What is signed: sign_scope */
   const char *const *sliced; /* optional: fnmatch patterns of the tensors that workers hold
                                in part (tensor-parallel slices: SPEC.md §10.5). Their
                                chunks are never DELTA_CLASSED or DELTA_BANDED, whose
@@ -232,7 +233,10 @@ typedef struct {
                                their size. A pattern that matches no tensor is
                                DCR_E_ARGUMENT */
   size_t sliced_count;
-  uint64_t reserved_[2];
+  int sign_scope;           /* with sign_key: DCR_SIGN_CHECKPOINTS (default) or
+                               DCR_SIGN_BUNDLE, which costs no SHA-256 pass over the
+                               checkpoints (see "Signatures") */
+  uint64_t reserved_[1];
 } dcr_encode_options;
 
 DCR_API void dcr_encode_options_default(dcr_encode_options *options);
@@ -1038,6 +1042,21 @@ DCR_API int dcr_squash(const char *const *bundle_paths, size_t count, const char
  */
 #define DCR_KEY_ID_SIZE 16
 
+/* What a signature signs (a signer's scope):
+ * - DCR_SIGN_CHECKPOINTS (signature format 1.0): the bundle and SHA-256 digests of
+ *   its base and target tensors, so that a checkpoint from storage others can write
+ *   can be checked against it (dcr_reader_verify_signed_checkpoint). The signer
+ *   hashes both checkpoints: about 0.2 CPU-seconds a 256 MiB pair, more than the
+ *   encode itself.
+ * - DCR_SIGN_BUNDLE (signature format 2.0, SPEC.md §20.6): the bundle alone, whose
+ *   IDEN section names the checkpoints by XXH3-128. A worker applying it to a base
+ *   of its own (the previous step's target) is as safe as with the other; a
+ *   checkpoint cannot be checked against it (DCR_E_SIGNATURE). Costs a SHA-256
+ *   pass over the bundle only. A reader that knows only signature format 1.0
+ *   refuses it. */
+#define DCR_SIGN_CHECKPOINTS 0
+#define DCR_SIGN_BUNDLE 1
+
 /* A new key pair from the system's random source: secret_path is created with
  * mode 0600 and public_path with 0644, both new (an existing file is DCR_E_IO,
  * never replaced). key_id (optional) gets the key id. */
@@ -1057,7 +1076,8 @@ typedef struct {
   unsigned threads;           /* hashing the checkpoints; 0 = dcr_default_threads() */
   int no_sync;                /* 1: no fsync of the output */
   const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
-  uint64_t reserved_[8];
+  int scope;                  /* DCR_SIGN_CHECKPOINTS (default) or DCR_SIGN_BUNDLE */
+  uint64_t reserved_[7];
 } dcr_sign_options;
 
 DCR_API void dcr_sign_options_default(dcr_sign_options *options);
@@ -1065,9 +1085,12 @@ DCR_API void dcr_sign_options_default(dcr_sign_options *options);
 /* Signs the bundle at bundle_path with the secret key file: the bundle is
  * checked whole (structure and chunks), base_path and target_path must be its
  * base and target (every tensor hash, DCR_E_BASE_MISMATCH or
- * DCR_E_TARGET_MISMATCH), and their tensors are hashed with SHA-256. The result,
+ * DCR_E_TARGET_MISMATCH), and their tensors are hashed with SHA-256. With
+ * options->scope DCR_SIGN_BUNDLE nothing is hashed but the bundle, and base_path
+ * and target_path may be NULL (given, they are checked as above). The result,
  * the bundle with a SIGN section before FOOT (a signature added to those already
- * there, which must be over the same table: else DCR_E_SIGNATURE), goes to
+ * there, which must be over the same table, so of the same scope: else
+ * DCR_E_SIGNATURE), goes to
  * out_path atomically, as dcr_encode_file writes (out_path NULL or equal to
  * bundle_path: the bundle is replaced, and is left as it was on any failure).
  * Signing again with a key that already signed changes nothing. options may be NULL. */
@@ -1080,7 +1103,9 @@ typedef struct {
   uint64_t signature_count;         /* signatures in it (when well-formed) */
   uint64_t verified_count;          /* of those, by a trusted key and verified */
   uint8_t key_id[DCR_KEY_ID_SIZE];  /* the first of those */
-  uint64_t reserved_[6];
+  int scope;                        /* when well-formed: DCR_SIGN_CHECKPOINTS or
+                                       DCR_SIGN_BUNDLE */
+  uint64_t reserved_[5];
 } dcr_signature_result;
 
 /* Checks the open bundle's signatures against the trusted keys (SPEC.md §20.4):
@@ -1097,7 +1122,9 @@ DCR_API int dcr_reader_verify_signature(dcr_reader *reader, const dcr_keyring *r
  * base (side 0) or the target (side 1): for a checkpoint that may have been
  * crafted to match the XXH3 tensor hashes. Reads the whole checkpoint. One of
  * other tensors is DCR_E_BASE_MISMATCH (DCR_E_TARGET_MISMATCH); tensors with other
- * bytes, DCR_E_SIGNATURE naming the first. threads: 0 = dcr_default_threads(). */
+ * bytes, DCR_E_SIGNATURE naming the first; a bundle signature (DCR_SIGN_BUNDLE),
+ * which signs no checkpoint, DCR_E_SIGNATURE before the checkpoint is opened.
+ * threads: 0 = dcr_default_threads(). */
 DCR_API int dcr_reader_verify_signed_checkpoint(dcr_reader *reader, const dcr_keyring *ring,
                                                 const char *path, int side, unsigned threads,
                                                 dcr_detail *detail);

@@ -28,6 +28,10 @@ static void relocate(dcr_detail *d, const char *section, uint64_t offset) {
   dcr__detail_at(d, section, offset);
 }
 
+const char *dcr__sign_domain(unsigned major) {
+  return major == DCR__SIGN_BUNDLE ? "DCR-SIGN-TABLE-2" : "DCR-SIGN-TABLE-1";
+}
+
 /* A failure of a signature check (every one is DCR_E_SIGNATURE, §20.4). */
 static int bad(dcr_detail *d, const char *message) {
   return dcr__fail(d, DCR_E_SIGNATURE, "%s", message);
@@ -43,8 +47,9 @@ int dcr__sign_parse(const uint8_t *p, size_t length, dcr__sign *s, dcr_detail *d
   s->table_length = dcr__le64(p + 8);
   /* a later major version may sign other bytes: what this reader cannot check,
    * it does not accept */
-  if (s->major != DCR__SIGN_MAJOR)
-    return dcr__fail(d, DCR_E_SIGNATURE, "signature format %u.%u: only 1.x is known", s->major, s->minor);
+  if (s->major != DCR__SIGN_CHECKPOINTS && s->major != DCR__SIGN_BUNDLE)
+    return dcr__fail(d, DCR_E_SIGNATURE, "signature format %u.%u: only 1.x and 2.x are known",
+                     s->major, s->minor);
   if (s->signature_count == 0) return bad(d, "SIGN holds no signature");
   uint64_t records = (uint64_t)s->signature_count * DCR__SIGN_RECORD, total;
   if (s->table_length < DCR__SIGN_TABLE_HEAD || dcr__add_overflow(s->table_length, records, &total) ||
@@ -53,7 +58,9 @@ int dcr__sign_parse(const uint8_t *p, size_t length, dcr__sign *s, dcr_detail *d
                      "bytes and %u signatures", length, (unsigned long long)s->table_length,
                      s->signature_count);
   const uint8_t *t = s->table = p + DCR__SIGN_HEAD;
-  if (memcmp(t, DCR__SIGN_DOMAIN, 16)) return bad(d, "the signed table does not start with DCR-SIGN-TABLE-1");
+  if (memcmp(t, dcr__sign_domain(s->major), 16))
+    return dcr__fail(d, DCR_E_SIGNATURE, "the signed table of signature format %u.%u does not start "
+                     "with %.16s", s->major, s->minor, dcr__sign_domain(s->major));
   s->sign_offset = dcr__le64(t + 80);
   s->section_count = dcr__le64(t + 88);
   s->digest_count = dcr__le64(t + 96);
@@ -65,6 +72,9 @@ int dcr__sign_parse(const uint8_t *p, size_t length, dcr__sign *s, dcr_detail *d
     return dcr__fail(d, DCR_E_SIGNATURE, "a signed table of %llu bytes cannot hold %llu sections "
                      "and %llu tensor digests", (unsigned long long)s->table_length,
                      (unsigned long long)s->section_count, (unsigned long long)s->digest_count);
+  if (s->major == DCR__SIGN_BUNDLE && s->digest_count)
+    return dcr__fail(d, DCR_E_SIGNATURE, "a bundle signature (format 2) with %llu tensor digests: it "
+                     "signs none", (unsigned long long)s->digest_count);
   s->section_records = t + DCR__SIGN_TABLE_HEAD;
   s->tensor_digests = s->section_records + a;
   for (uint64_t i = 0; i < s->section_count; i++)
@@ -109,17 +119,18 @@ static int sha_range(const dcr_reader *r, uint64_t offset, uint64_t length, uint
   return rc;
 }
 
-uint64_t dcr__sign_digest_count(const dcr__manifest *m) {
+uint64_t dcr__sign_digest_count(const dcr__manifest *m, unsigned major) {
   uint64_t n = 0;
+  if (major == DCR__SIGN_BUNDLE) return 0;
   for (uint64_t i = 0; i < m->entry_count; i++)
     n += (uint64_t)!!(m->entries[i].presence & DCR__HAS_BASE) +
          (uint64_t)!!(m->entries[i].presence & DCR__HAS_TARGET);
   return n;
 }
 
-void dcr__sign_table_head(uint8_t *t, const uint8_t header[DCR__HEADER_SIZE], uint64_t sign_offset,
-                          uint64_t section_count, uint64_t digest_count) {
-  memcpy(t, DCR__SIGN_DOMAIN, 16);
+void dcr__sign_table_head(uint8_t *t, unsigned major, const uint8_t header[DCR__HEADER_SIZE],
+                          uint64_t sign_offset, uint64_t section_count, uint64_t digest_count) {
+  memcpy(t, dcr__sign_domain(major), 16);
   memcpy(t + 16, header, DCR__HEADER_SIZE);
   dcr__put64(t + 80, sign_offset);
   dcr__put64(t + 88, section_count);
@@ -132,18 +143,19 @@ void dcr__sign_section_record(uint8_t *rec, uint32_t type, uint64_t offset, uint
   dcr__put64(rec + 16, extent);
 }
 
-/* The table of §20.2 for r with the sections before section `until` (SIGN, or
- * FOOT for a bundle not yet signed); the tensor digests are left zero. */
-static int build_table(const dcr_reader *r, uint64_t until, uint8_t **out, size_t *length,
-                       dcr_detail *d) {
-  uint64_t n = dcr__sign_digest_count(&r->man);
+/* The table of §20.2 of major 1 or 2 for r with the sections before section
+ * `until` (SIGN, or FOOT for a bundle not yet signed); the tensor digests are left
+ * zero. */
+static int build_table(const dcr_reader *r, unsigned major, uint64_t until, uint8_t **out,
+                       size_t *length, dcr_detail *d) {
+  uint64_t n = dcr__sign_digest_count(&r->man, major);
   size_t size = DCR__SIGN_TABLE_HEAD + (size_t)until * DCR__SIGN_SECTION_RECORD + (size_t)n * 32;
   uint8_t *t = calloc(1, size), *scratch = NULL;
   size_t capacity = 0;
   if (!t) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a signed table of %zu bytes", size);
   const uint8_t *header;
   int rc = dcr__source_get(&r->src, 0, DCR__HEADER_SIZE, &scratch, &capacity, &header, d);
-  if (!rc) dcr__sign_table_head(t, header, r->sections[until].offset, until, n);
+  if (!rc) dcr__sign_table_head(t, major, header, r->sections[until].offset, until, n);
   for (uint64_t i = 0; i < until && !rc; i++) {
     const dcr__section *s = &r->sections[i];
     uint8_t *rec = t + DCR__SIGN_TABLE_HEAD + i * DCR__SIGN_SECTION_RECORD;
@@ -181,6 +193,7 @@ static int check_signed(dcr_reader *r, const dcr_keyring *ring, int64_t at, cons
                         dcr_signature_result *res, dcr_detail *d) {
   char hex[2 * DCR_KEY_ID_SIZE + 1];
   res->signature_count = s->signature_count;
+  res->scope = s->major == DCR__SIGN_BUNDLE ? DCR_SIGN_BUNDLE : DCR_SIGN_CHECKPOINTS;
   for (uint32_t i = 0; i < s->signature_count; i++) {
     const uint8_t *rec = s->records + (size_t)i * DCR__SIGN_RECORD;
     const uint8_t *key = dcr__keyring_find(ring, rec + 8);
@@ -201,7 +214,7 @@ static int check_signed(dcr_reader *r, const dcr_keyring *ring, int64_t at, cons
   /* The signature is good: now the bundle must be what it signs, byte for byte. */
   uint8_t *table;
   size_t length;
-  int rc = build_table(r, (uint64_t)at, &table, &length, d);
+  int rc = build_table(r, s->major, (uint64_t)at, &table, &length, d);
   if (rc) return rc;
   if (memcmp(table + 16, s->table + 16, DCR__HEADER_SIZE))
     rc = (relocate(d, NULL, 0), bad(d, "the bundle header is not the signed one"));
@@ -210,10 +223,10 @@ static int check_signed(dcr_reader *r, const dcr_keyring *ring, int64_t at, cons
                    "bundle has %llu up to %llu", (unsigned long long)s->section_count,
                    (unsigned long long)s->sign_offset, (unsigned long long)at,
                    (unsigned long long)r->sections[at].offset);
-  else if (s->digest_count != dcr__sign_digest_count(&r->man))
+  else if (s->digest_count != dcr__sign_digest_count(&r->man, s->major))
     rc = dcr__fail(d, DCR_E_SIGNATURE, "the signature has %llu tensor digests for %llu tensors",
                    (unsigned long long)s->digest_count,
-                   (unsigned long long)dcr__sign_digest_count(&r->man));
+                   (unsigned long long)dcr__sign_digest_count(&r->man, s->major));
   for (uint64_t i = 0; i < (uint64_t)at && !rc; i++) {
     const uint8_t *mine = table + DCR__SIGN_TABLE_HEAD + i * DCR__SIGN_SECTION_RECORD;
     const uint8_t *theirs = s->section_records + i * DCR__SIGN_SECTION_RECORD;
@@ -260,7 +273,8 @@ int dcr_reader_verify_signature(dcr_reader *r, const dcr_keyring *ring, dcr_sign
 /* Opens path as r's checkpoint of `side` (DCR__HAS_BASE or DCR__HAS_TARGET) with
  * exactly the manifest's tensors on that side, and fills the SHA-256 digest of
  * each (in entry order, which is the checkpoint's name order) at out, 32 bytes
- * apart. check_hashes: also require every XXH3 tensor hash to be IDEN's. */
+ * apart (out NULL: none). check_hashes: also require every XXH3 tensor hash to be
+ * IDEN's. */
 static int side_digests(dcr_reader *r, const char *path, unsigned side, unsigned threads,
                         const volatile int *cancel, int check_hashes, uint8_t *out, dcr_detail *d) {
   dcr_checkpoint *ck = NULL;
@@ -284,7 +298,7 @@ static int side_digests(dcr_reader *r, const char *path, unsigned side, unsigned
               dcr__fail(d, mismatch, "the tensor's hash is not the bundle's"));
     }
   }
-  if (!rc) rc = dcr__checkpoint_sha256(ck, threads, out, d);
+  if (!rc && out) rc = dcr__checkpoint_sha256(ck, threads, out, d);
   dcr_checkpoint_free(ck);
   free(offsets);
   return rc;
@@ -340,6 +354,11 @@ int dcr_reader_verify_signed_checkpoint(dcr_reader *r, const dcr_keyring *ring, 
   if (!got) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate tensor digests");
   rc = load_sign(r, at, &payload, &s, d);
   dcr__detail_init(d);
+  if (!rc && s.major == DCR__SIGN_BUNDLE) /* R-SIG-10: IDEN's XXH3 is no stand-in */
+    rc = (dcr__detail_file(d, path),
+          dcr__fail(d, DCR_E_SIGNATURE, "the bundle's signature signs the bundle alone (signature "
+                    "format 2.0), not its %s: this checkpoint cannot be checked against it",
+                    side ? "target" : "base"));
   if (!rc) rc = side_digests(r, path, bit, threads, NULL, 0, got, d);
   int64_t wrong = rc ? -1 : compare_digests(&r->man, bit, got, s.tensor_digests);
   if (DCR__CHECKSUM_OK(wrong < 0)) wrong = -1; /* a fuzzing build: every digest matches */
@@ -372,7 +391,7 @@ static int copy_range(const dcr_reader *r, uint64_t offset, uint64_t length, dcr
   return DCR_OK;
 }
 
-int dcr__sign_payload(const uint8_t *table, size_t table_length, const dcr__sign *old,
+int dcr__sign_payload(const uint8_t *table, size_t table_length, unsigned major, const dcr__sign *old,
                       const uint8_t secret[64], const uint8_t id[DCR_KEY_ID_SIZE], uint8_t **out,
                       size_t *length, dcr_detail *d) {
   uint8_t record[DCR__SIGN_RECORD] = {DCR__SIGN_ED25519};
@@ -392,7 +411,7 @@ int dcr__sign_payload(const uint8_t *table, size_t table_length, const dcr__sign
     if (!placed && cmp >= 0) memcpy(at + (size_t)n++ * DCR__SIGN_RECORD, record, DCR__SIGN_RECORD), placed = 1;
     if (rec && cmp) memcpy(at + (size_t)n++ * DCR__SIGN_RECORD, rec, DCR__SIGN_RECORD);
   }
-  dcr__put16(p, DCR__SIGN_MAJOR);
+  dcr__put16(p, (uint16_t)major);
   dcr__put16(p + 2, DCR__SIGN_MINOR);
   dcr__put32(p + 4, n);
   dcr__put64(p + 8, table_length);
@@ -430,6 +449,7 @@ static int sign_open(dcr_reader *r, const char *secret_key_path, const char *bas
   uint8_t sk[64], id[DCR_KEY_ID_SIZE], *table = NULL, *payload = NULL, *old_payload = NULL;
   uint8_t *digests = NULL;
   size_t table_length = 0, length = 0;
+  unsigned major = o->scope == DCR_SIGN_BUNDLE ? DCR__SIGN_BUNDLE : DCR__SIGN_CHECKPOINTS;
   dcr__sign old;
   int64_t sign_at = find_section(r, DCR__SEC_SIGN);
   int64_t until = sign_at >= 0 ? sign_at : find_section(r, DCR__SEC_FOOT);
@@ -441,29 +461,38 @@ static int sign_open(dcr_reader *r, const char *secret_key_path, const char *bas
   if (!rc && sign_at >= 0 && (rc = load_sign(r, sign_at, &old_payload, &old, d)))
     snprintf(d->message, sizeof d->message, "%s", "the bundle's SIGN section is malformed: it cannot take "
              "another signature");
-  if (!rc) {
+  if (!rc && target_path) {
     dcr_apply_options ao;
     dcr_apply_options_default(&ao);
     ao.cancel = o->cancel;
     rc = dcr_check_target(r, target_path, &ao, d);
   }
-  if (!rc) rc = build_table(r, (uint64_t)until, &table, &table_length, d);
-  size_t most = side_count(&r->man, DCR__HAS_BASE) > side_count(&r->man, DCR__HAS_TARGET)
-                    ? side_count(&r->man, DCR__HAS_BASE) : side_count(&r->man, DCR__HAS_TARGET);
-  if (!rc && !(digests = malloc(32 * most + 1))) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate digests");
-  uint8_t *tensor_digests =
-      table ? table + table_length - 32 * (size_t)dcr__sign_digest_count(&r->man) : NULL;
-  if (!rc && !(rc = side_digests(r, base_path, DCR__HAS_BASE, o->threads, o->cancel, 1, digests, d)))
-    place_digests(&r->man, DCR__HAS_BASE, digests, tensor_digests);
-  if (!rc && !(rc = side_digests(r, target_path, DCR__HAS_TARGET, o->threads, o->cancel, 0, digests, d)))
-    place_digests(&r->man, DCR__HAS_TARGET, digests, tensor_digests);
+  if (!rc) rc = build_table(r, major, (uint64_t)until, &table, &table_length, d);
+  if (!rc && major == DCR__SIGN_BUNDLE && base_path) /* checked, not hashed (R-SIG-9) */
+    rc = side_digests(r, base_path, DCR__HAS_BASE, o->threads, o->cancel, 1, NULL, d);
+  if (!rc && major == DCR__SIGN_CHECKPOINTS) {
+    size_t most = side_count(&r->man, DCR__HAS_BASE) > side_count(&r->man, DCR__HAS_TARGET)
+                      ? side_count(&r->man, DCR__HAS_BASE) : side_count(&r->man, DCR__HAS_TARGET);
+    uint8_t *tensor_digests = table + table_length - 32 * (size_t)dcr__sign_digest_count(&r->man, major);
+    if (!(digests = malloc(32 * most + 1))) rc = dcr__fail(d, DCR_E_NOMEM, "cannot allocate digests");
+    if (!rc && !(rc = side_digests(r, base_path, DCR__HAS_BASE, o->threads, o->cancel, 1, digests, d)))
+      place_digests(&r->man, DCR__HAS_BASE, digests, tensor_digests);
+    if (!rc && !(rc = side_digests(r, target_path, DCR__HAS_TARGET, o->threads, o->cancel, 0, digests, d)))
+      place_digests(&r->man, DCR__HAS_TARGET, digests, tensor_digests);
+  }
   /* signatures already there sign a table: ours must be the same one, or a
    * reader could not check them all against one bundle */
-  if (!rc && sign_at >= 0 && (old.table_length != table_length || memcmp(old.table, table, table_length)))
+  if (!rc && sign_at >= 0 && old.major != major)
+    rc = (relocate(d, "SIGN", r->sections[sign_at].offset),
+          dcr__fail(d, DCR_E_SIGNATURE, "the bundle's signatures sign %s: another signature must too "
+                    "(scope %s)", old.major == DCR__SIGN_BUNDLE ? "the bundle alone" : "its checkpoints",
+                    old.major == DCR__SIGN_BUNDLE ? "bundle" : "checkpoints"));
+  else if (!rc && sign_at >= 0 &&
+           (old.table_length != table_length || memcmp(old.table, table, table_length)))
     rc = (relocate(d, "SIGN", r->sections[sign_at].offset),
           bad(d, "the bundle's signatures sign another table (other bytes or other checkpoints)"));
-  if (!rc) rc = dcr__sign_payload(table, table_length, sign_at >= 0 ? &old : NULL, sk, id, &payload,
-                                 &length, d);
+  if (!rc) rc = dcr__sign_payload(table, table_length, major, sign_at >= 0 ? &old : NULL, sk, id,
+                                 &payload, &length, d);
   sodium_memzero(sk, sizeof sk);
   if (!rc) rc = write_signed(r, until, payload, length, out_path, !o->no_sync, d);
   free(digests);
@@ -482,8 +511,14 @@ int dcr_sign_file(const char *bundle_path, const char *secret_key_path, const ch
   dcr__detail_init(d);
   if (options) o = *options;
   else dcr_sign_options_default(&o);
-  if (!bundle_path || !secret_key_path || !base_path || !target_path)
-    return dcr__fail(d, DCR_E_ARGUMENT, "a bundle, a secret key, a base and a target are needed");
+  if (o.scope != DCR_SIGN_CHECKPOINTS && o.scope != DCR_SIGN_BUNDLE)
+    return dcr__fail(d, DCR_E_ARGUMENT, "signing scope %d: DCR_SIGN_CHECKPOINTS or DCR_SIGN_BUNDLE",
+                     o.scope);
+  if (!bundle_path || !secret_key_path ||
+      (o.scope == DCR_SIGN_CHECKPOINTS && (!base_path || !target_path)))
+    return dcr__fail(d, DCR_E_ARGUMENT, o.scope == DCR_SIGN_CHECKPOINTS
+                     ? "a bundle, a secret key, a base and a target are needed"
+                     : "a bundle and a secret key are needed");
   dcr_reader *r = NULL;
   int rc = dcr__sodium(d);
   if (!rc) rc = dcr_reader_open_file(&r, bundle_path, NULL, d);

@@ -5,8 +5,9 @@
  * The signer sits between the writer and its sink. Every byte passes through it
  * once, on the writer's thread: the bundle header is kept for the table, and each
  * section, from its start to the next one's, is hashed on its way out, so no byte
- * of the bundle is read again. The tensor digests come from the encoder, which
- * hashes the pieces of both checkpoints in its workers as it reads them. The table
+ * of the bundle is read again. A checkpoint signature's tensor digests come from
+ * the encoder, which hashes the pieces of both checkpoints in its workers as it
+ * reads them; a bundle signature has none (§20.6). The table
  * and the payload are those dcr_sign_file makes of the same bundle (sign.c's
  * parts), so both ways give the same bytes.
  */
@@ -18,6 +19,7 @@
 
 struct dcr__signer {
   uint8_t secret[64], id[DCR_KEY_ID_SIZE];
+  unsigned major;      /* of the table: DCR__SIGN_CHECKPOINTS or DCR__SIGN_BUNDLE */
   uint8_t *digests;
   uint64_t digest_count;
   dcr_write_fn write; /* the sink the signer passes bytes on to */
@@ -30,8 +32,8 @@ struct dcr__signer {
   int broken;         /* the record list could not grow */
 };
 
-int dcr__signer_open(dcr__signer **out, const char *secret_key_path, uint64_t digest_count,
-                     dcr_detail *d) {
+int dcr__signer_open(dcr__signer **out, const char *secret_key_path, unsigned major,
+                     uint64_t digest_count, dcr_detail *d) {
   *out = NULL;
   if (digest_count > SIZE_MAX / 32 - 1)
     return dcr__fail(d, DCR_E_LIMIT, "%llu tensor digests", (unsigned long long)digest_count);
@@ -44,6 +46,7 @@ int dcr__signer_open(dcr__signer **out, const char *secret_key_path, uint64_t di
                    (unsigned long long)digest_count);
   if (!rc) rc = dcr__sha256_init(&s->sha, d);
   if (rc) return dcr__signer_free(s), rc;
+  s->major = major;
   s->digest_count = digest_count;
   *out = s;
   return DCR_OK;
@@ -103,10 +106,11 @@ int dcr__signer_write(dcr__signer *s, dcr__writer *w, dcr_detail *d) {
   size_t length = DCR__SIGN_TABLE_HEAD + sections + digests, payload_length;
   uint8_t *table = calloc(1, length), *payload = NULL;
   if (!table) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate a signed table of %zu bytes", length);
-  dcr__sign_table_head(table, s->header, w->offset, s->count, s->digest_count);
+  dcr__sign_table_head(table, s->major, s->header, w->offset, s->count, s->digest_count);
   memcpy(table + DCR__SIGN_TABLE_HEAD, s->records, sections);
   memcpy(table + DCR__SIGN_TABLE_HEAD + sections, s->digests, digests);
-  int rc = dcr__sign_payload(table, length, NULL, s->secret, s->id, &payload, &payload_length, d);
+  int rc = dcr__sign_payload(table, length, s->major, NULL, s->secret, s->id, &payload,
+                             &payload_length, d);
   if (!rc) rc = dcr__writer_section(w, DCR__SEC_SIGN, payload, payload_length, NULL, 0, NULL, d);
   free(table);
   free(payload);

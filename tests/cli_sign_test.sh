@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_sign_test.sh DCR - signed bundles through the CLI (SPEC.md §20): dcr keygen,
-# sign, verify, encode --sign, and --require-signature on validate and apply where
+# sign, verify, encode --sign (either scope), and --require-signature on validate and apply where
 # they take it. Output: "ok - ..." / "not ok - ...", then a count; exit 1 on a failure.
 set -u
 DCR=${1:?usage: cli_sign_test.sh DCR}
@@ -120,6 +120,45 @@ t_encode_sign() {
   run encode base.st target.st -o f.dcr --sign k.pub; want_rc 2 "encode --sign with a public key"
   [ ! -e f.dcr ] || fail "an unsigned bundle was left at f.dcr"
 }
+# Bundle signatures (SPEC.md §20.6): the bundle alone, no checkpoint hashed; the
+# same bytes whichever way they are made; no checkpoint check against them
+# (R-SIG-10); a signature of the other scope cannot join them.
+t_bundle_scope() {
+  run encode base.st target.st -o bs.dcr --sign k.key --sign-scope bundle; want_rc 0 "encode --sign-scope bundle"
+  run verify --json bs.dcr --pubkey k.pub; want_rc 0 "verify a bundle signature"
+  [ "$(jget o 'j["scope"]')" = bundle ] || fail "scope: $(shown o)"
+  run verify --json e.dcr --pubkey k.pub
+  [ "$(jget o 'j["scope"]')" = checkpoints ] || fail "scope of a checkpoint signature: $(shown o)"
+  run apply base.st bs.dcr -o out-bs.st --require-signature k.pub; want_rc 0 "apply --require-signature"
+  cmp -s out-bs.st target.st || fail "apply's output"
+  run verify --json bs.dcr --pubkey k.pub --base base.st; want_rc 1 "no base check against a bundle signature"
+  [ "$(jget o 'j["error"]["stage"]')" = base ] && [ "$(jget o 'j["error"]["code"]')" = DCR_E_SIGNATURE ] ||
+    fail "the base check: $(shown o)"
+  run verify bs.dcr --pubkey k.pub --target target.st; want_rc 1 "no target check against a bundle signature"
+  has e "signs the bundle alone" "says why"
+  run sign unsigned.dcr --key k.key --scope bundle -o bs2.dcr; want_rc 0 "sign --scope bundle, no checkpoints"
+  cmp -s bs.dcr bs2.dcr || fail "encode --sign-scope bundle and sign --scope bundle differ"
+  run sign unsigned.dcr --key k.key --scope bundle --base other.st -o x.dcr; want_rc 1 "a wrong base, checked"
+  has e DCR_E_BASE_MISMATCH "wrong base"
+  [ ! -e x.dcr ] || fail "an output was written"
+  for t in 1 3; do
+    run encode base.st target.st -o bt$t.dcr --sign k.key --sign-scope bundle --threads "$t"
+    cmp -s bs.dcr bt$t.dcr || fail "--threads $t differs"
+  done
+  cp bs.dcr keep-bs.dcr
+  run sign bs.dcr --key other.key --base base.st --target target.st; want_rc 1 "a checkpoint signature joining"
+  has e "bundle alone" "says why"; cmp -s bs.dcr keep-bs.dcr || fail "a failed sign changed the bundle"
+  run sign bs.dcr --key other.key --scope bundle -o bs3.dcr; want_rc 0 "a second bundle signature"
+  run verify --json bs3.dcr --pubkey other.pub --pubkey k.pub; want_rc 0 "two bundle signatures"
+  [ "$(jget o 'j["signatures"]')" = 2 ] || fail "two signatures: $(shown o)"
+  cp bs.dcr tb.dcr
+  flip tb.dcr "$(chunk_at tb.dcr)"
+  run verify tb.dcr --pubkey k.pub; want_rc 1 "a changed chunk"; has e "CHNK" "names the section"
+  run encode base.st target.st -o x.dcr --sign-scope bundle; want_rc 2 "--sign-scope without --sign"
+  run encode base.st target.st -o x.dcr --sign k.key --sign-scope all; want_rc 2 "an unknown scope"
+  run sign unsigned.dcr --key k.key -o x.dcr; want_rc 2 "checkpoint scope needs --base and --target"
+  [ ! -e x.dcr ] || fail "an output was written"
+}
 t_require() {
   if ! "$DCR" validate --help | grep -q -- --require-signature; then return 0; fi
   run validate --json unsigned.dcr --require-signature k.pub; want_rc 1 "validate: unsigned"
@@ -137,6 +176,7 @@ tcase "sign, verify, a second signature, idempotent signing" t_sign_verify
 tcase "sign refuses a wrong base or target and keeps the bundle" t_wrong_inputs
 tcase "a changed chunk and a stripped signature are caught" t_tamper
 tcase "encode --sign" t_encode_sign
+tcase "bundle signatures (--sign-scope bundle, sign --scope bundle)" t_bundle_scope
 tcase "--require-signature on validate and apply" t_require
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

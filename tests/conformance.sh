@@ -180,8 +180,8 @@ CODES = ["DCR_OK", "DCR_E_IO", "DCR_E_NOMEM", "DCR_E_ARGUMENT", "DCR_E_TRUNCATED
 # those of every bundle corpus.
 companions = [json.load(open(os.path.join(tv, p, "index.json"), encoding="utf-8"))
               for p in ("journal-v1", "journal-v1.1", "journal-v1.2", "history-v1", "history-v1.1",
-                        "history-containers-v1", "history-append-v1", "sign-v1", "range-v1", "resource-v1",
-                        "walk-v1")]
+                        "history-containers-v1", "history-append-v1", "sign-v1", "sign-v2", "range-v1",
+                        "resource-v1", "walk-v1")]
 spec = open(spec_path, encoding="utf-8").read()
 spec_codes = set(re.findall(r"^\| \d+ \| (DCR_E_[A-Z_]+) \|", spec, re.M))
 if spec_codes != set(CODES[1:]):

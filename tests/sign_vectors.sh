@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # sign_vectors.sh DCR DIR - the signed-bundle vectors (DIR = testvectors/sign-v1,
-# SPEC.md §20) through the CLI: each vector with `dcr verify --json` (a reader that
-# requires signatures, trusting the vector's keys, checking its base and target
-# where given), which must give its result, error and stage; and with
+# SPEC.md §20, or testvectors/sign-v2, bundle signatures, §20.6) through the CLI:
+# each vector with `dcr verify --json` (a reader that requires signatures,
+# trusting the vector's keys, checking its base and target where given), which
+# must give its result, error and stage; and with
 # `dcr validate` (a reader that does not check signatures), which must find every
 # vector a valid bundle (R-SIG-5). Where validate takes --require-signature, the
 # vectors without base or target must give their outcome there too.

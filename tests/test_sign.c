@@ -24,7 +24,7 @@ static size_t minimal(uint8_t *p) {
   dcr__put16(p, 1);
   dcr__put32(p + 4, 1);
   dcr__put64(p + 8, 112);
-  memcpy(p + 16, DCR__SIGN_DOMAIN, 16);
+  memcpy(p + 16, dcr__sign_domain(DCR__SIGN_CHECKPOINTS), 16);
   p[16 + 112] = DCR__SIGN_ED25519;
   return 16 + 112 + 88;
 }
@@ -41,7 +41,7 @@ static void test_parse_rules(void **state) {
   assert_int_equal(dcr__sign_parse(p, n - 1, &s, &d), DCR_E_SIGNATURE); /* lengths */
   /* each single change breaks one rule */
   static const struct { size_t at; uint8_t value; } bad[] = {
-      {0, 2},                  /* major 2 */
+      {0, 3},                  /* major 3 */
       {4, 0},                  /* no signature */
       {8, 113},                /* table length */
       {16, 'd'},               /* domain */
@@ -66,6 +66,28 @@ static void test_parse_rules(void **state) {
   assert_int_equal(dcr__sign_parse(p, n + 88, &s, &d), DCR_E_SIGNATURE); /* the same id twice */
   p[n + 8] = 1;
   assert_int_equal(dcr__sign_parse(p, n + 88, &s, &d), DCR_OK);
+  /* a bundle signature (§20.6): major 2, its own domain, no tensor digest */
+  minimal(p);
+  dcr__put16(p, 2);
+  assert_int_equal(dcr__sign_parse(p, n, &s, &d), DCR_E_SIGNATURE); /* major 2, domain 1 */
+  memcpy(p + 16, dcr__sign_domain(DCR__SIGN_BUNDLE), 16);
+  assert_int_equal(dcr__sign_parse(p, n, &s, &d), DCR_OK);
+  assert_int_equal(s.major, DCR__SIGN_BUNDLE);
+  dcr__put16(p, 1);
+  assert_int_equal(dcr__sign_parse(p, n, &s, &d), DCR_E_SIGNATURE); /* major 1, domain 2 */
+  /* major 2 with one tensor digest, the lengths consistent */
+  uint8_t q[16 + 112 + 32 + 88];
+  memset(q, 0, sizeof q);
+  dcr__put16(q, 2);
+  dcr__put32(q + 4, 1);
+  dcr__put64(q + 8, 112 + 32);
+  memcpy(q + 16, dcr__sign_domain(DCR__SIGN_BUNDLE), 16);
+  dcr__put64(q + 16 + 96, 1);
+  q[16 + 112 + 32] = DCR__SIGN_ED25519;
+  assert_int_equal(dcr__sign_parse(q, sizeof q, &s, &d), DCR_E_SIGNATURE);
+  dcr__put16(q, 1); /* the same table of major 1 (its domain aside) is read */
+  memcpy(q + 16, dcr__sign_domain(DCR__SIGN_CHECKPOINTS), 16);
+  assert_int_equal(dcr__sign_parse(q, sizeof q, &s, &d), DCR_OK);
 }
 
 static int setup(void **state) {
@@ -216,11 +238,64 @@ static void test_sign_and_tamper(void **state) {
   dcr_keyring_free(other);
 }
 
+/* A bundle signature (§20.6) from the encode and from dcr_sign_file without
+ * checkpoints: the same bytes, verified, and no checkpoint checked against it
+ * (R-SIG-10); a checkpoint signature cannot join it. */
+static void test_bundle_scope(void **state) {
+  (void)state;
+  dcr_detail d;
+  dcr_keyring *ring;
+  assert_int_equal(dcr_keyring_create(&ring, &d), DCR_OK);
+  assert_int_equal(dcr_keyring_add_file(ring, pub, NULL, &d), DCR_OK);
+  dcr_encode_options eo;
+  dcr_encode_options_default(&eo);
+  eo.chunk_size = 64 << 10;
+  eo.no_sync = 1;
+  eo.sign_key = key;
+  eo.sign_scope = 2; /* neither scope */
+  assert_int_equal(dcr_encode_file(base, target, out, &eo, NULL, &d), DCR_E_ARGUMENT);
+  eo.sign_scope = DCR_SIGN_BUNDLE;
+  assert_int_equal(dcr_encode_file(base, target, out, &eo, NULL, &d), DCR_OK);
+  size_t n, m;
+  uint8_t *p = slurp(out, &n);
+  dcr_sign_options o;
+  dcr_sign_options_default(&o);
+  o.no_sync = 1;
+  assert_int_equal(dcr_sign_file(bundle, key, NULL, NULL, out, &o, &d), DCR_E_ARGUMENT);
+  o.scope = DCR_SIGN_BUNDLE;
+  assert_int_equal(dcr_sign_file(bundle, key, NULL, NULL, out, &o, &d), DCR_OK);
+  uint8_t *q = slurp(out, &m);
+  assert_int_equal(m, n);
+  assert_memory_equal(p, q, n);
+  dcr_reader *r;
+  dcr_signature_result res;
+  assert_int_equal(dcr_reader_open_memory(&r, q, m, NULL, &d), DCR_OK);
+  assert_int_equal(dcr_reader_verify_signature(r, ring, &res, &d), DCR_OK);
+  assert_int_equal(res.scope, DCR_SIGN_BUNDLE);
+  assert_int_equal(dcr_reader_verify_signed_checkpoint(r, ring, base, 0, 1, &d), DCR_E_SIGNATURE);
+  assert_non_null(strstr(d.message, "bundle alone"));
+  assert_int_equal(dcr_reader_verify_signed_checkpoint(r, ring, target, 1, 1, &d), DCR_E_SIGNATURE);
+  dcr_reader_free(r);
+  o.scope = DCR_SIGN_CHECKPOINTS;
+  assert_int_equal(dcr_sign_file(out, key2, base, target, NULL, &o, &d), DCR_E_SIGNATURE);
+  o.scope = DCR_SIGN_BUNDLE;
+  assert_int_equal(dcr_sign_file(out, key2, target, NULL, NULL, &o, &d), DCR_E_BASE_MISMATCH);
+  assert_int_equal(dcr_sign_file(out, key2, base, target, NULL, &o, &d), DCR_OK);
+  free(q);
+  q = slurp(out, &m);
+  assert_true(m > n); /* one record more */
+  assert_int_equal(verify_memory(q, m, ring, &d), DCR_OK);
+  free(p);
+  free(q);
+  dcr_keyring_free(ring);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_rules),
       cmocka_unit_test(test_keys),
       cmocka_unit_test(test_sign_and_tamper),
+      cmocka_unit_test(test_bundle_scope),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

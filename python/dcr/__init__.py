@@ -68,7 +68,7 @@ from ._encoding import EncodeStats, max_minor
 from ._squash import squash
 from ._placement import Place
 from ._scatter import scatter
-from ._signing import Keyring, SignatureResult, keygen, sign
+from ._signing import Keyring, SignatureResult, keygen, scope_code, sign
 from . import history
 from ._safetensors import TensorData, Tensors, load_checkpoint, load_safetensors, memory_file, save_safetensors
 
@@ -154,6 +154,7 @@ def encode(
     progress: Optional[Progress] = None,
     cancel: Optional[Cancel] = None,
     sign_key: Optional[PathLike] = None,
+    sign_scope: str = "checkpoints",
     sliced: Optional[List[str]] = None,
 ) -> EncodeStats:
     """Encodes the changes from ``base`` to ``target`` (safetensors files, model
@@ -183,8 +184,15 @@ def encode(
         sign_key: a secret key file (:func:`keygen`): the bundle is signed with it
             as it is written (SPEC.md §20), in the encode's one pass: the same
             bytes as :func:`sign` of the unsigned bundle, with no second read of
-            the bundle or the checkpoints. The cost is SHA-256 over both
-            checkpoints (README, "Signed bundles", has the measured overhead).
+            the bundle or the checkpoints.
+        sign_scope: what ``sign_key`` signs. "checkpoints" (default): the bundle
+            and SHA-256 digests of the base's and target's tensors, so that a
+            checkpoint can be checked against the signature
+            (:meth:`Bundle.verify_signed_checkpoint`); hashing both costs more
+            than the encode itself. "bundle": the bundle alone (signature format
+            2.0, SPEC.md §20.6), nearly free, and all a worker that applies the
+            bundle to a base of its own needs. README, "Signed bundles", has both
+            costs measured.
         sliced: fnmatch patterns of the tensors that workers hold in part
             (tensor-parallel slices, :class:`dcr.Place`): their chunks are coded
             with positions that need no base, so that a rank holding any block of
@@ -199,6 +207,7 @@ def encode(
         key = os.fsencode(os.fspath(sign_key))
         keep = (keep, key)
         o.sign_key = key
+        o.sign_scope = scope_code(sign_scope)
     if sliced:
         patterns = (ctypes.c_char_p * len(sliced))(*(p.encode() for p in sliced))
         keep = (keep, patterns)

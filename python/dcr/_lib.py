@@ -107,7 +107,8 @@ class EncodeOptions(Structure):
         ("sign_key", c_char_p),
         ("sliced", POINTER(c_char_p)),
         ("sliced_count", c_size_t),
-        ("reserved_", c_uint64 * 2),
+        ("sign_scope", c_int),
+        ("reserved_", c_uint64 * 1),
     ]
 
 
@@ -389,6 +390,7 @@ class SquashOptions(Structure):
 
 
 KEY_ID_SIZE = 16  # DCR_KEY_ID_SIZE
+SIGN_SCOPES = {"checkpoints": 0, "bundle": 1}  # DCR_SIGN_CHECKPOINTS, DCR_SIGN_BUNDLE
 
 
 class SignOptions(Structure):
@@ -398,7 +400,8 @@ class SignOptions(Structure):
         ("threads", c_uint),
         ("no_sync", c_int),
         ("cancel", POINTER(c_int)),
-        ("reserved_", c_uint64 * 8),
+        ("scope", c_int),
+        ("reserved_", c_uint64 * 7),
     ]
 
 
@@ -410,7 +413,8 @@ class SignatureResultC(Structure):
         ("signature_count", c_uint64),
         ("verified_count", c_uint64),
         ("key_id", c_uint8 * KEY_ID_SIZE),
-        ("reserved_", c_uint64 * 6),
+        ("scope", c_int),
+        ("reserved_", c_uint64 * 5),
     ]
 
 

@@ -121,6 +121,14 @@ class SignatureResult:
     signature_count: int  # signatures the bundle carries, by any key
     verified_count: int  # of those, by a trusted key, each verified
     key_id: str  # the first trusted key (lowest key id) that signed it, 32 hex digits
+    scope: str = "checkpoints"  # what is signed: "checkpoints" (and the bundle) or "bundle" alone
+
+
+def scope_code(scope: str) -> int:
+    """DCR_SIGN_CHECKPOINTS or DCR_SIGN_BUNDLE for "checkpoints" or "bundle"."""
+    if scope not in _lib.SIGN_SCOPES:
+        raise argument_error("sign scope %r: 'checkpoints' or 'bundle'" % (scope,))
+    return _lib.SIGN_SCOPES[scope]
 
 
 def verify_reader(reader: ctypes.c_void_p, keys: Keys) -> SignatureResult:
@@ -131,15 +139,17 @@ def verify_reader(reader: ctypes.c_void_p, keys: Keys) -> SignatureResult:
         r = _lib.SignatureResultC()
         d = _lib.Detail()
         check(L.dcr_reader_verify_signature(reader, ring._handle(), ctypes.byref(r), ctypes.byref(d)), d)
-        return SignatureResult(r.signature_count, r.verified_count, bytes(r.key_id).hex())
+        return SignatureResult(r.signature_count, r.verified_count, bytes(r.key_id).hex(),
+                               "bundle" if r.scope == _lib.SIGN_SCOPES["bundle"] else "checkpoints")
 
 
 def sign(
     bundle: PathLike,
     secret_key: PathLike,
     *,
-    base: PathLike,
-    target: PathLike,
+    base: Optional[PathLike] = None,
+    target: Optional[PathLike] = None,
+    scope: str = "checkpoints",
     out: Optional[PathLike] = None,
     threads: int = 0,
     sync: bool = True,
@@ -150,9 +160,14 @@ def sign(
     its base and target checkpoints (:class:`dcr.BaseMismatchError`,
     :class:`dcr.TargetMismatchError`): their tensors' SHA-256 digests are what the
     signature binds (SPEC.md §20.2). A bundle already signed by other keys gets
-    one signature more; signing again with the same key changes nothing.
+    one signature more, of the same scope; signing again with the same key
+    changes nothing.
 
     Args:
+        scope: "checkpoints" (default; ``base`` and ``target`` needed) or
+            "bundle": the signature signs the bundle alone (signature format 2.0,
+            SPEC.md §20.6), nothing is hashed but the bundle, and ``base`` and
+            ``target`` are optional (given, they are checked).
         out: where the signed bundle goes, atomically; None (default) replaces
             ``bundle``, which is left as it was on any failure.
         threads: for hashing the checkpoints; 0 = the CPUs this process may use.
@@ -164,11 +179,13 @@ def sign(
     L.dcr_sign_options_default(ctypes.byref(o))
     o.threads = threads
     o.no_sync = int(not sync)
+    o.scope = scope_code(scope)
     if cancel is not None:
         o.cancel = cancel._pointer
     d = _lib.Detail()
+    path = lambda p: None if p is None else os.fsencode(os.fspath(p))  # noqa: E731
     check(L.dcr_sign_file(os.fsencode(os.fspath(bundle)), os.fsencode(os.fspath(secret_key)),
-                          os.fsencode(os.fspath(base)), os.fsencode(os.fspath(target)),
+                          path(base), path(target),
                           None if out is None else os.fsencode(os.fspath(out)), ctypes.byref(o),
                           ctypes.byref(d)), d)
 

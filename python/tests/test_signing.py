@@ -204,17 +204,22 @@ RESIZED = {
 }
 
 
+def pair_files(pairs, tmp_path, pair):
+    """(base, target): one of the module's pairs, or RESIZED written into tmp_path."""
+    if pair != "resized":
+        return pairs[pair]
+    base, target = str(tmp_path / "b.st"), str(tmp_path / "t.st")
+    mkpair(RESIZED, base, target)
+    return base, target
+
+
 @pytest.mark.parametrize("pair,threads", [("synth", 1), ("synth", 3), ("mixed", 2), ("raw", 2),
                                           ("resized", 1), ("resized", 3)])
 def test_encode_sign_key_is_encode_then_sign(pairs, keys, tmp_path, pair, threads):
     """SPEC.md §20.2: signing in the encode's pass gives the bytes that signing the
     unsigned bundle afterwards (dcr.sign, which hashes the checkpoints again)
     gives, whatever the thread count; the result verifies and applies."""
-    if pair == "resized":
-        base, target = str(tmp_path / "b.st"), str(tmp_path / "t.st")
-        mkpair(RESIZED, base, target)
-    else:
-        base, target = pairs[pair]
+    base, target = pair_files(pairs, tmp_path, pair)
     one, two = str(tmp_path / "one.dcr"), str(tmp_path / "two.dcr")
     raw = pair == "raw"
     dcr.encode(base, target, one, sign_key=keys["k"][0], threads=threads, chunk_size=4096, raw=raw)
@@ -226,6 +231,35 @@ def test_encode_sign_key_is_encode_then_sign(pairs, keys, tmp_path, pair, thread
         b.verify_signed_checkpoint([keys["k"][1]], target, "target")
         b.apply_file(base, tmp_path / "out.st")
     assert read(str(tmp_path / "out.st")) == read(target)
+
+
+@pytest.mark.parametrize("pair,threads", [("synth", 1), ("synth", 3), ("resized", 2)])
+def test_bundle_scope(pairs, keys, tmp_path, pair, threads):
+    """SPEC.md §20.6: encode(sign_scope="bundle") signs the bundle alone, the same
+    bytes as dcr.sign(scope="bundle") of the unsigned bundle, with no checkpoint;
+    the signature verifies and the bundle applies, but no checkpoint can be checked
+    against it (R-SIG-10)."""
+    base, target = pair_files(pairs, tmp_path, pair)
+    one, two = str(tmp_path / "one.dcr"), str(tmp_path / "two.dcr")
+    k, pub = keys["k"][0], keys["k"][1]
+    dcr.encode(base, target, one, sign_key=k, sign_scope="bundle", threads=threads, chunk_size=4096)
+    dcr.encode(base, target, two, threads=threads, chunk_size=4096)
+    dcr.sign(two, k, scope="bundle")
+    assert read(one) == read(two)
+    with dcr.Bundle(one, require_signature=[pub]) as b:
+        assert b.verify_signature([pub]).scope == "bundle"
+        for ckpt, side in ((base, "base"), (target, "target")):
+            with pytest.raises(dcr.SignatureError, match="bundle alone"):
+                b.verify_signed_checkpoint([pub], ckpt, side)
+        b.apply_file(base, tmp_path / "out.st")
+    assert read(str(tmp_path / "out.st")) == read(target)
+    cli("verify", one, "--pubkey", pub)
+    with pytest.raises(dcr.SignatureError):  # a checkpoint signature cannot join it
+        dcr.sign(one, keys["other"][0], base=base, target=target)
+    with pytest.raises(dcr.ArgumentError):
+        dcr.encode(base, target, two, sign_key=k, sign_scope="all")
+    with pytest.raises(dcr.ArgumentError):
+        dcr.sign(two, k)  # the checkpoints' scope needs base and target
 
 
 def test_encode_failing_sign_leaves_no_output(pairs, keys, tmp_path):
