@@ -148,8 +148,17 @@ static json_t *summary_json(const char *path, const dcr_history *h) {
 
 static int run_list(const char *path, const history_job *j) {
   dcr_history *h;
-  int rc = open_archive(path, &h, j);
-  if (rc) return rc;
+  dcr_detail d;
+  int err = open_history(path, &h, &d);
+  if (err) { /* as inspect --json: a document that says why, and the error line */
+    if (j->json) {
+      json_t *doc = json_pack("{s:s}", "archive", j->shown);
+      json_object_set_new(doc, "error", cli_error_json(err, "archive", &d));
+      cli_print_json(doc);
+    }
+    cli_report(reported(path, j), err, &d);
+    return cli_exit_code(err);
+  }
   dcr_history_summary s;
   dcr_history_info(h, &s);
   if (j->json) {

@@ -193,6 +193,12 @@ PY
   gzip -c run.tar >run.tar.gz
   damaged run.tar.gz DCR_E_ARCHIVE "compressed with gzip"
   damaged b1.dcr DCR_E_ARCHIVE "of a bundle"
+  # list --json of an archive that cannot be read: a document that says why, as
+  # verify --json and inspect --json give, and the error line
+  run history list --json cut.zip; want_rc 1 "list --json of a cut zip"
+  [ "$(jget o 'j["error"]["code"]')" = DCR_E_ARCHIVE ] && [ "$(jget o 'j["error"]["stage"]')" = archive ] &&
+    [ "$(jget o 'j["archive"]')" = cut.zip ] || fail "list --json: $(shown o)"
+  has e DCR_E_ARCHIVE "the error line"
 }
 tcase "damaged and truncated archives: a specific error, nothing written" t_damaged
 
