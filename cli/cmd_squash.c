@@ -29,6 +29,11 @@ static const char usage[] =
     "      --threads N      worker threads (default: usable CPUs, up to 32); same output\n"
     "      --format V       the newest format the bundle may need: 1.0 to 1.3\n"
     "                       (default: the newest of the inputs')\n"
+    "      --sliced PATTERN\n"
+    "                       tensors that workers hold in part, as for dcr encode\n"
+    "                       (fnmatch, repeatable): their chunks are never made\n"
+    "                       DELTA_BANDED or DELTA_CLASSED, and such a chunk of the\n"
+    "                       bundles is rebuilt without ranks (this needs --base)\n"
     "  -f, --force          overwrite BUNDLE if it exists\n"
     "      --json           print the statistics as one JSON document on stdout\n";
 
@@ -41,7 +46,8 @@ static int check_output(const char *out, int force, const char *const *inputs, s
   return cli_check_output(out, force, inputs, n);
 }
 
-int cmd_squash(int argc, char **argv) {
+/* sliced: room for the --sliced patterns, at most one a word of argv */
+static int squash(int argc, char **argv, const char **sliced) {
   static const struct option longs[] = {
       CLI_COMMON_LONG_OPTIONS,
       {"output", required_argument, NULL, 'o'},
@@ -51,6 +57,7 @@ int cmd_squash(int argc, char **argv) {
       {"threads", required_argument, NULL, OPT_THREADS},
       {"format", required_argument, NULL, OPT_FORMAT},
       {"json", no_argument, NULL, OPT_JSON},
+      {"sliced", required_argument, NULL, OPT_SLICED},
       {NULL, 0, NULL, 0}};
   cli_common common;
   cli_common_init(&common, "squash");
@@ -59,6 +66,7 @@ int cmd_squash(int argc, char **argv) {
   const char *out = NULL, *base = NULL;
   int force = 0, c, stop = 0, json = 0;
   uint64_t v;
+  opt.sliced = sliced;
   while ((c = getopt_long(argc, argv, CLI_COMMON_SHORT "o:f", longs, NULL)) != -1) {
     if (cli_common_option(&common, c, usage, &stop)) {
       if (stop) return CLI_OK;
@@ -81,6 +89,7 @@ int cmd_squash(int argc, char **argv) {
           return cli_usage("squash", "bad --format '%s' (1.0 to 1.3)", optarg);
         break;
       case OPT_JSON: json = 1; break;
+      case OPT_SLICED: sliced[opt.sliced_count++] = optarg; break;
       default: return cli_bad_option("squash", c, argv);
     }
   }
@@ -114,4 +123,12 @@ int cmd_squash(int argc, char **argv) {
   if (json) cli_print_json(cli_stats_json(out, &st, threads));
   if (!common.quiet && !json) cli_print_stats(out, &st, threads, common.verbose);
   return CLI_OK;
+}
+
+int cmd_squash(int argc, char **argv) {
+  const char **sliced = calloc((size_t)argc + 1, sizeof *sliced);
+  if (!sliced) return CLI_IO;
+  int rc = squash(argc, argv, sliced);
+  free(sliced);
+  return rc;
 }

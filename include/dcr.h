@@ -1004,7 +1004,13 @@ typedef struct {
   void *progress_opaque;
   const volatile int *cancel; /* optional: non-zero stops with DCR_E_INTERRUPTED */
   uint64_t max_memory;      /* as dcr_limits.max_memory; 0 = its default */
-  uint64_t reserved_[6];
+  const char *const *sliced; /* optional: fnmatch patterns of the tensors that workers hold
+                               in part, as dcr_encode_options.sliced: their chunks made
+                               anew are never DELTA_CLASSED or DELTA_BANDED, and such a
+                               chunk of the bundles is made anew (which needs base_path).
+                               A pattern that matches no tensor is DCR_E_ARGUMENT */
+  size_t sliced_count;
+  uint64_t reserved_[4];
 } dcr_squash_options;
 
 DCR_API void dcr_squash_options_default(dcr_squash_options *options);

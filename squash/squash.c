@@ -68,11 +68,14 @@ typedef struct {
   dcr__index_builder index;
   uint64_t done, total; /* bytes of the jobs taken, for progress */
   dcr_encode_stats stats;
+  int classed;          /* the chunk encoders' `classed` for chunks made anew */
+  uint8_t *sliced;      /* per entry: 1 = never ranked (options.sliced), or NULL */
 } squasher;
 
 /* The options' layout is the ABI ("Growing structs" in dcr.h). */
 _Static_assert(sizeof(void *) != 8 || (sizeof(dcr_squash_options) == 104 &&
-                                       offsetof(dcr_squash_options, reserved_) == 56),
+                                       offsetof(dcr_squash_options, sliced) == 56 &&
+                                       offsetof(dcr_squash_options, reserved_) == 72),
                "dcr_squash_options changed size");
 
 void dcr_squash_options_default(dcr_squash_options *o) {
@@ -383,6 +386,7 @@ static int rebuild(squasher *s, slot *sl, const job *jb, dcr_detail *d) {
   }
   memset(sl->base + span, 0, sl->bytes - span);
   dcr__encoded out;
+  sl->enc.classed = s->sliced && s->sliced[jb->entry] ? 0 : s->classed;
   if (dcr__encode_chunk(&sl->enc, sl->base, sl->work, sl->bytes, e->target.dtype, &out))
     return dcr__fail(d, DCR_E_NOMEM, "cannot encode chunk");
   take_encoded(sl, &out);
@@ -444,7 +448,9 @@ static int make_chunk(squasher *s, slot *sl, const job *jb, dcr_detail *d) {
   int needs = first->encoding == DCR_ENC_DELTA_BANDED    ? 3
               : first->encoding == DCR_ENC_DELTA_CLASSED ? 2
                                                          : 0;
-  if (carriers == 1 && s->max_minor >= needs) {
+  /* a ranked chunk of a tensor held in part is made anew without ranks */
+  int unranked = needs && s->sliced && s->sliced[jb->entry];
+  if (carriers == 1 && s->max_minor >= needs && !unranked) {
     int dtype = s->man.entries[jb->entry].target.dtype;
     int rc = chunk_data(sl, s->r[only], first, &sl->data, &sl->length, d);
     /* the chunk stage (§15.4): the copy must be a valid chunk */
@@ -507,7 +513,7 @@ static int make_slots(squasher *s, size_t count, dcr_detail *d) {
   if (!s->slots) return dcr__fail(d, DCR_E_NOMEM, "cannot allocate slots");
   /* DELTA_CLASSED (DELTA_BANDED) is a candidate when the result may be 1.2 (1.3)
    * and the base is there to rebuild chunks against */
-  int classed = s->max_minor >= 2 && s->base ? s->max_minor : 0;
+  int classed = s->classed = s->max_minor >= 2 && s->base ? s->max_minor : 0;
   for (size_t i = 0; i < count; i++) {
     slot *sl = &s->slots[i];
     sl->base = malloc(cs);
@@ -544,6 +550,7 @@ static void squasher_free(squasher *s) {
   free(s->prefix);
   free(s->where);
   free(s->all_delta);
+  free(s->sliced);
   free(s->jobs);
   free(s->index.records);
 }
@@ -592,6 +599,8 @@ int dcr_squash(const char *const *bundle_paths, size_t count, const char *base_p
   if (!rc && base_path) rc = open_base(&s, base_path, threads, d);
   if (!rc) rc = build_manifest(&s, d);
   if (!rc) rc = map_entries(&s, d);
+  if (!rc) rc = dcr__match_entries(&s.man, opt->sliced, opt->sliced_count, "the bundles", &s.sliced,
+                                   NULL, d);
   if (!rc) rc = build_jobs(&s, d);
   if (!rc) {
     for (size_t j = 0; j < count; j++) {

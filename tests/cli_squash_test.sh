@@ -128,6 +128,23 @@ t_classed() { ranked_chain c12 1.2; }
 tcase "1.2 chain of 10 (DELTA_CLASSED): refused without --base, a direct encode's bytes with it" t_classed
 t_banded() { ranked_chain c13 1.3; }
 tcase "1.3 chain of 10 (DELTA_BANDED): refused without --base, a direct encode's bytes with it" t_banded
+# --sliced: the tensors named are rebuilt without ranks, as dcr encode --sliced
+# codes them: a direct encode's bytes again
+t_sliced() {
+  local name
+  name=$("$DCR" inspect --json c13/b1.dcr | python3 -c 'import json, sys
+print([t["name"] for t in json.load(sys.stdin)["tensors"] if "DELTA_BANDED" in (t["encodings"] or {})][0])')
+  [ -n "$name" ] || { fail "no DELTA_BANDED tensor in c13/b1.dcr"; return; }
+  run squash $(bundles c13 10) -o c13s.dcr --base c13/s0.st --sliced "$name"; want_rc 0 "--sliced" || return
+  "$DCR" encode c13/s0.st c13/s10.st -o c13/direct-s.dcr --chunk-size 64K --meta step=10 --sliced "$name" -q -f
+  same_body c13s.dcr c13/direct-s.dcr "with --sliced"
+  cmp -s c13s.dcr c13.dcr && fail "--sliced changed nothing"
+  run squash $(bundles c13 10) -o never.dcr --sliced "$name"; want_rc 2 "--sliced without --base"
+  absent never.dcr "--sliced without --base"
+  run squash $(bundles c13 10) -o never.dcr --base c13/s0.st --sliced 'no.such.*'; want_rc 2 "a pattern of nothing"
+  has e "matches no tensor" "a pattern of nothing"
+}
+tcase "--sliced: named tensors rebuilt without ranks (a direct encode --sliced's bytes)" t_sliced
 
 t_mixed() {
   run squash $(bundles mixed 5) -o mixed.dcr --base mixed/s0.st

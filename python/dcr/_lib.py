@@ -385,7 +385,9 @@ class SquashOptions(Structure):
         ("progress_opaque", c_void_p),
         ("cancel", POINTER(c_int)),
         ("max_memory", c_uint64),
-        ("reserved_", c_uint64 * 6),
+        ("sliced", POINTER(c_char_p)),
+        ("sliced_count", c_size_t),
+        ("reserved_", c_uint64 * 4),
     ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from . import _lib
 from ._bundle import Cancel, Progress, _Callbacks, _ckpt, _path
@@ -29,6 +29,7 @@ def squash(
     max_memory: int = 0,
     progress: Optional[Progress] = None,
     cancel: Optional[Cancel] = None,
+    sliced: Optional[List[str]] = None,
 ) -> EncodeStats:
     """Writes to ``out`` one bundle that takes the base of ``bundles[0]`` to the
     target of ``bundles[-1]``, as ``dcr squash`` does, and returns its statistics
@@ -54,6 +55,12 @@ def squash(
         progress: called with (bytes of chunks made, total) from the calling
             thread; an exception it raises stops the squash and is raised again.
         cancel: a :class:`dcr.Cancel` token that stops it from another thread.
+        sliced: fnmatch patterns of the tensors that workers hold in part, as
+            :func:`dcr.encode` takes them: no chunk of theirs in the result is
+            DELTA_BANDED or DELTA_CLASSED, so that a rank holding any block decodes
+            it alone; such a chunk of the bundles is rebuilt from ``base``
+            (needed then). A pattern that matches no tensor raises
+            :class:`dcr.ArgumentError`.
     """
     cb = _Callbacks(progress, cancel)
     o = _lib.SquashOptions()
@@ -67,6 +74,9 @@ def squash(
     o.progress = cb.fn
     o.cancel = cb.cancel._pointer
     o.max_memory = max_memory
+    patterns = (ctypes.c_char_p * max(len(sliced or ()), 1))(*(p.encode() for p in sliced or ()))
+    if sliced:
+        o.sliced, o.sliced_count = ctypes.cast(patterns, ctypes.POINTER(ctypes.c_char_p)), len(sliced)
     paths = [_path(b) for b in bundles]
     arr = (ctypes.c_char_p * max(len(paths), 1))(*paths)
     st = _lib.EncodeStatsC()

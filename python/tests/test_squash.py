@@ -3,6 +3,7 @@ squashed into one that applies to the first step and gives the last byte for
 byte, counting what a direct encode counts; a chain with DELTA_CLASSED chunks is
 refused without the base; chains out of order and wrong bases are refused."""
 
+import json
 import os
 import subprocess
 import sys
@@ -56,6 +57,35 @@ def test_squash_with_base_is_the_chain(chain, tmp_path, fmt):
     with dcr.Bundle(sq) as b:
         assert b.base_state == dcr.state_id(cks[0]) and b.target_state == dcr.state_id(cks[-1])
         assert b.metadata == {"step": str(STEPS)}  # the last bundle's
+
+
+def encodings(bundle):
+    """{tensor name: {encoding: chunks}} of a bundle, from dcr inspect --json."""
+    doc = json.loads(subprocess.run([os.path.join(ROOT, "build", "dcr"), "inspect", "--json", bundle],
+                                    capture_output=True, check=True).stdout)
+    return {t["name"]: t.get("encodings") or {} for t in doc["tensors"]}
+
+
+def test_sliced_tensors_stay_unranked(chain, tmp_path):
+    """squash(sliced=): the named tensors' chunks are rebuilt without ranks (none
+    DELTA_BANDED), the others keep theirs; the result is exact; a sliced squash
+    of ranked chunks needs the base; a pattern that matches nothing is refused."""
+    _, cks, by = chain
+    bundles, _ = by["1.3"]
+    ranked = {n for n, e in encodings(bundles[0]).items() if "DELTA_BANDED" in e}
+    assert len(ranked) >= 2, "the chain needs two tensors with DELTA_BANDED chunks"
+    pick = sorted(ranked)[0]
+    plain, sq = str(tmp_path / "plain.dcr"), str(tmp_path / "sliced.dcr")
+    dcr.squash(bundles, plain, base=cks[0])
+    dcr.squash(bundles, sq, base=cks[0], sliced=[pick])
+    got, before = encodings(sq), encodings(plain)
+    assert "DELTA_BANDED" in before[pick] and "DELTA_BANDED" not in got[pick]
+    assert any("DELTA_BANDED" in got[n] for n in ranked - {pick})
+    assert applied(sq, cks[0], str(tmp_path / "out.safetensors")) == read(cks[-1])
+    with pytest.raises(dcr.ArgumentError, match="base"):
+        dcr.squash(bundles[:1], str(tmp_path / "x.dcr"), sliced=[pick])
+    with pytest.raises(dcr.ArgumentError, match="matches no tensor"):
+        dcr.squash(bundles, str(tmp_path / "x.dcr"), base=cks[0], sliced=["no.such.*"])
 
 
 @pytest.mark.parametrize("fmt", ["1.3", "1.2"])
