@@ -461,6 +461,12 @@ static int sign_open(dcr_reader *r, const char *secret_key_path, const char *bas
   if (!rc && sign_at >= 0 && (rc = load_sign(r, sign_at, &old_payload, &old, d)))
     snprintf(d->message, sizeof d->message, "%s", "the bundle's SIGN section is malformed: it cannot take "
              "another signature");
+  /* one table in a SIGN section (R-SIG-7), so one scope: said before any hashing */
+  if (!rc && sign_at >= 0 && old.major != major)
+    rc = (relocate(d, "SIGN", r->sections[sign_at].offset),
+          dcr__fail(d, DCR_E_SIGNATURE, "the bundle's signatures sign %s: another signature must too "
+                    "(scope %s)", old.major == DCR__SIGN_BUNDLE ? "the bundle alone" : "its checkpoints",
+                    old.major == DCR__SIGN_BUNDLE ? "bundle" : "checkpoints"));
   if (!rc && target_path) {
     dcr_apply_options ao;
     dcr_apply_options_default(&ao);
@@ -482,13 +488,8 @@ static int sign_open(dcr_reader *r, const char *secret_key_path, const char *bas
   }
   /* signatures already there sign a table: ours must be the same one, or a
    * reader could not check them all against one bundle */
-  if (!rc && sign_at >= 0 && old.major != major)
-    rc = (relocate(d, "SIGN", r->sections[sign_at].offset),
-          dcr__fail(d, DCR_E_SIGNATURE, "the bundle's signatures sign %s: another signature must too "
-                    "(scope %s)", old.major == DCR__SIGN_BUNDLE ? "the bundle alone" : "its checkpoints",
-                    old.major == DCR__SIGN_BUNDLE ? "bundle" : "checkpoints"));
-  else if (!rc && sign_at >= 0 &&
-           (old.table_length != table_length || memcmp(old.table, table, table_length)))
+  if (!rc && sign_at >= 0 &&
+      (old.table_length != table_length || memcmp(old.table, table, table_length)))
     rc = (relocate(d, "SIGN", r->sections[sign_at].offset),
           bad(d, "the bundle's signatures sign another table (other bytes or other checkpoints)"));
   if (!rc) rc = dcr__sign_payload(table, table_length, major, sign_at >= 0 ? &old : NULL, sk, id,
