@@ -1052,8 +1052,8 @@ DCR_API int dcr_squash(const char *const *bundle_paths, size_t count, const char
  * - DCR_SIGN_CHECKPOINTS (signature format 1.0): the bundle and SHA-256 digests of
  *   its base and target tensors, so that a checkpoint from storage others can write
  *   can be checked against it (dcr_reader_verify_signed_checkpoint). The signer
- *   hashes both checkpoints: about 0.2 CPU-seconds a 256 MiB pair, more than the
- *   encode itself.
+ *   hashes both checkpoints: 0.2-0.3 CPU-seconds a 256 MiB pair (README, "Signed
+ *   bundles"), more than the encode itself.
  * - DCR_SIGN_BUNDLE (signature format 2.0, SPEC.md §20.6): the bundle alone, whose
  *   IDEN section names the checkpoints by XXH3-128. A worker applying it to a base
  *   of its own (the previous step's target) is as safe as with the other; a

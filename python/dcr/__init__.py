@@ -203,11 +203,13 @@ def encode(
     cb = _Callbacks(progress, cancel)
     o, keep = _encode_options(chunk_size, level, threads, raw, metadata, cb, replace, sync, max_memory,
                               unrelated, format)
+    o.sign_scope = scope_code(sign_scope)
+    if sign_key is None and sign_scope != "checkpoints":
+        raise argument_error("sign_scope without sign_key: nothing is signed")
     if sign_key is not None:
         key = os.fsencode(os.fspath(sign_key))
         keep = (keep, key)
         o.sign_key = key
-        o.sign_scope = scope_code(sign_scope)
     if sliced:
         patterns = (ctypes.c_char_p * len(sliced))(*(p.encode() for p in sliced))
         keep = (keep, patterns)

@@ -258,6 +258,8 @@ def test_bundle_scope(pairs, keys, tmp_path, pair, threads):
         dcr.sign(one, keys["other"][0], base=base, target=target)
     with pytest.raises(dcr.ArgumentError):
         dcr.encode(base, target, two, sign_key=k, sign_scope="all")
+    with pytest.raises(dcr.ArgumentError, match="without sign_key"):
+        dcr.encode(base, target, two, sign_scope="bundle")
     with pytest.raises(dcr.ArgumentError):
         dcr.sign(two, k)  # the checkpoints' scope needs base and target
 
