@@ -183,9 +183,9 @@ def sign(
     if cancel is not None:
         o.cancel = cancel._pointer
     d = _lib.Detail()
-    path = lambda p: None if p is None else os.fsencode(os.fspath(p))  # noqa: E731
-    check(L.dcr_sign_file(os.fsencode(os.fspath(bundle)), os.fsencode(os.fspath(secret_key)),
-                          path(base), path(target),
-                          None if out is None else os.fsencode(os.fspath(out)), ctypes.byref(o),
-                          ctypes.byref(d)), d)
+    from ._bundle import _ckpt, _path  # (_bundle imports this module)
+
+    check(L.dcr_sign_file(_path(bundle), _path(secret_key), None if base is None else _ckpt(base),
+                          None if target is None else _ckpt(target),
+                          None if out is None else _path(out), ctypes.byref(o), ctypes.byref(d)), d)
 
