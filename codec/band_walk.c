@@ -61,9 +61,9 @@ void dcr__bands_record(dcr__bands *bw, uint32_t *pos, uint8_t *values) {
 static void group_scalar(const dcr__bands *bw, const uint8_t *p, size_t count, block *blk,
                          size_t g) {
   uint64_t m[DCR__BANDS_MAX] = {0};
-  unsigned esize = bw->esize, shift = bw->shift;
+  unsigned esize = bw->esize;
   for (size_t k = 0; k < count; k++)
-    m[bw->band_of[(dcr__elem_load(p + k * esize, esize) >> shift) & bw->mask]] |= (uint64_t)1 << k;
+    m[dcr__band_at(bw, p + k * esize)] |= (uint64_t)1 << k;
   blk->held[g] = 0;
   for (size_t b = 0; b < DCR__BANDS_MAX; b++) {
     blk->masks[g][b] = m[b];
@@ -438,7 +438,7 @@ int dcr__bands_end(const dcr__bands *bw, dcr_detail *d) {
 static size_t emit_block(const dcr__bands *bw, const uint32_t *from, const uint8_t *values,
                          const uint8_t *base, size_t first, size_t elems, uint32_t *cursor,
                          uint32_t *pos, uint8_t *out_values, size_t met) {
-  unsigned esize = bw->esize, shift = bw->shift;
+  unsigned esize = bw->esize;
   uint64_t marks[BLOCK_GROUPS] = {0};
   for (size_t b = 0; b < bw->bands; b++)
     for (uint32_t v = from[b]; v < bw->band[b].v; v++) {
@@ -448,7 +448,7 @@ static size_t emit_block(const dcr__bands *bw, const uint32_t *from, const uint8
   for (size_t g = 0; g < (elems + GROUP - 1) / GROUP; g++)
     for (uint64_t m = marks[g]; m; m &= m - 1) {
       size_t at = first + g * GROUP + (unsigned)__builtin_ctzll(m);
-      size_t b = bw->band_of[(dcr__elem_load(base + at * esize, esize) >> shift) & bw->mask];
+      size_t b = dcr__band_at(bw, base + at * esize);
       pos[met] = (uint32_t)at;
       memcpy(out_values + met++ * esize, values + (size_t)cursor[b]++ * esize, esize);
     }
@@ -482,7 +482,7 @@ size_t dcr__bands_collect(dcr__bands *bw, const uint8_t *values, const uint8_t *
 #define RANK(NAME, ATTR)                                                             \
   ATTR static void NAME(dcr__bands *bw, const uint8_t *base, size_t n, const uint32_t *pos, \
                         size_t count, uint32_t *ranks, uint32_t *offset, uint64_t *elems) { \
-    unsigned esize = bw->esize, shift = bw->shift;                                   \
+    unsigned esize = bw->esize;                                                     \
     uint64_t seen[DCR__BANDS_MAX] = {0};                                             \
     block blk;                                                                       \
     for (size_t b = 0; b < DCR__BANDS_MAX; b++) blk.before[b][0] = 0;                \
@@ -494,7 +494,7 @@ size_t dcr__bands_collect(dcr__bands *bw, const uint8_t *values, const uint8_t *
       if (groups > full) group_scalar(bw, p + full * GROUP * esize, here % GROUP, &blk, full); \
       for (; j < count && pos[j] < first + here; j++) {                              \
         size_t at = pos[j] - first, g = at / GROUP;                                  \
-        size_t b = bw->band_of[(dcr__elem_load(base + (size_t)pos[j] * esize, esize) >> shift) & bw->mask]; \
+        size_t b = dcr__band_at(bw, base + (size_t)pos[j] * esize);                 \
         uint64_t below = blk.masks[g][b] & (((uint64_t)1 << (at % GROUP)) - 1);      \
         ranks[offset[b]++] =                                                         \
             (uint32_t)(seen[b] + blk.before[b][g] + (uint64_t)__builtin_popcountll(below)); \

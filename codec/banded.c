@@ -257,12 +257,12 @@ size_t dcr__banded_write(dcr__classed_encoder *ws, uint8_t *out, size_t capacity
   /* Each change's value sorted by band (ranks keep order), then its rank. */
   uint32_t offset[DCR__BANDS_MAX + 1] = {0}, at[DCR__BANDS_MAX];
   for (size_t j = 0; j < count; j++)
-    offset[bw->band_of[(dcr__elem_load(old + j * esize, esize) >> shift) & mask] + 1]++;
+    offset[dcr__band_at(bw, old + j * esize) + 1]++;
   uint32_t k[DCR__BANDS_MAX];
   for (unsigned b = 0; b < bands; b++) k[b] = offset[b + 1], offset[b + 1] += offset[b];
   memcpy(at, offset, sizeof at);
   for (size_t j = 0; j < count; j++) {
-    size_t b = bw->band_of[(dcr__elem_load(old + j * esize, esize) >> shift) & mask];
+    size_t b = dcr__band_at(bw, old + j * esize);
     memcpy(sorted + (size_t)at[b]++ * esize, z + j * esize, esize);
   }
   uint64_t elems[DCR__BANDS_MAX];

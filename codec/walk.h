@@ -91,6 +91,11 @@ struct dcr__bands {
   uint8_t *rec_values;
 };
 
+/* The band of the element at p (after dcr__bands_layout). */
+static inline size_t dcr__band_at(const dcr__bands *bw, const uint8_t *p) {
+  return bw->band_of[(dcr__elem_load(p, bw->esize) >> bw->shift) & bw->mask];
+}
+
 /* band_walk.c. dcr__bands_layout sets the dtype's class field and the bands
  * (band b: classes lo[b] .. lo[b + 1] - 1) and chooses the walk's code. The
  * streams' reader then reserves room for the ranks (count, then listed ones),
