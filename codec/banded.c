@@ -386,21 +386,70 @@ static int read_code(const uint8_t **p, const uint8_t *end, unsigned most, uint1
   return DCR_OK;
 }
 
+/* Most values of a step are one or two units in the last place, coded in a bit or
+ * two: a lookup of the next MULTI_BITS bits gives every value whose code and
+ * stored bits lie wholly in them (up to 8 bytes of values, packed as they are
+ * stored), so one lookup and one shift take several. Entries with n = 0 (the
+ * next value is longer) go to the lookup of one value. Built only for bands with
+ * enough values to repay the table (MULTI_MIN), and not with dcr__classed_vector
+ * 0, where each value is read alone: the reference the fuzzer compares with. */
+#define MULTI_BITS 8
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define MULTI_MIN 1 /* the fuzzer's chunks are small: both paths on every band */
+#else
+#define MULTI_MIN 512
+#endif
+typedef struct {
+  uint64_t values; /* n values of esize bytes each, from the lowest byte up */
+  uint8_t n, bits;
+} multi_entry;
+
+static void build_multi(const uint16_t *table, unsigned B, unsigned esize, multi_entry *multi) {
+  unsigned most = 8 / esize;
+  for (unsigned w = 0; w < 1u << MULTI_BITS; w++) {
+    multi_entry me = {0, 0, 0};
+    unsigned used = 0;
+    while (me.n < most) {
+      unsigned e = table[(w >> used) & (TABLE_SIZE - 1)], l = e & 15, s = e >> 4, L = s >> 1;
+      if (!l || l + L > MULTI_BITS - used) break; /* no code, or bits not in w */
+      uint64_t x = (w >> (used + l)) & ((1u << L) - 1);
+      if (L == B - 1 && (x || !(s & 1))) break; /* too large: the slow path says so */
+      me.values |= (((uint64_t)1 << L | x) * 2 - (s & 1)) << (8 * esize * me.n);
+      me.n++;
+      used += l + L;
+    }
+    me.bits = (uint8_t)used;
+    multi[w] = me;
+  }
+}
+
 /* The values of elements of up to 4 bytes (a code and at most 31 stored bits: 42
  * bits) while 16 bytes of the stream remain past the one read from: from a 64-bit
  * buffer that holds at least 42 unread bits, refilled by one load when it runs
- * low, so a value costs one table lookup and a shift. Stops at the first value
- * with no code or too large (read_values says which). */
+ * low, so a value costs one table lookup and a shift, and a run of short ones
+ * (multi, unless NULL) a lookup together. Stops at the first value with no code
+ * or too large (read_values says which). */
 #define FAST_VALUES(T)                                                             \
   {                                                                                \
     const uint8_t *p = v + (bit >> 3);                                             \
     uint64_t buf = dcr__le64(p) >> (bit & 7);                                      \
     unsigned avail = 64 - (unsigned)(bit & 7);                                     \
-    for (; i < k; i++) {                                                           \
+    while (i < k) {                                                                \
       if (avail < CODE_MAX + 31) {                                                 \
         if ((bit >> 3) + 16 > bytes) break;                                        \
         buf = dcr__le64(v + (bit >> 3)) >> (bit & 7);                              \
         avail = 64 - (unsigned)(bit & 7);                                          \
+      }                                                                            \
+      if (multi && i + 8 / sizeof(T) <= k) {                                       \
+        const multi_entry *me = &multi[buf & ((1u << MULTI_BITS) - 1)];            \
+        if (me->n) {                                                               \
+          memcpy(values + (size_t)i * sizeof(T), &me->values, 8);                  \
+          i += me->n;                                                              \
+          buf >>= me->bits;                                                        \
+          avail -= me->bits;                                                       \
+          bit += me->bits;                                                         \
+          continue;                                                                \
+        }                                                                          \
       }                                                                            \
       unsigned e = table[buf & (TABLE_SIZE - 1)], l = e & 15, s = e >> 4, L = s >> 1; \
       uint64_t x = (buf >> l) & (((uint64_t)1 << L) - 1);                          \
@@ -409,14 +458,14 @@ static int read_code(const uint8_t **p, const uint8_t *end, unsigned most, uint1
       avail -= l + L;                                                              \
       bit += l + L;                                                                \
       T z = (T)(((uint64_t)1 << L | x) * 2 - (s & 1));                             \
-      memcpy(values + (size_t)i * sizeof(T), &z, sizeof(T));                       \
+      memcpy(values + (size_t)i++ * sizeof(T), &z, sizeof(T));                     \
     }                                                                              \
   }
 
 /* Decodes k values of band b from bit *at of the value stream into values. */
 static int read_values(const uint8_t *v, size_t bytes, uint64_t *at, const uint16_t *table,
-                       unsigned B, uint32_t k, uint8_t *values, unsigned esize, size_t b,
-                       dcr_detail *d) {
+                       const multi_entry *multi, unsigned B, uint32_t k, uint8_t *values,
+                       unsigned esize, size_t b, dcr_detail *d) {
   uint64_t bit = *at, total = (uint64_t)bytes * 8, half = (uint64_t)1 << (B - 1);
   uint32_t i = 0;
   if ((bit >> 3) + 16 <= bytes) switch (esize) {
@@ -492,6 +541,7 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
   const uint8_t *p = data + table, *end = data + length;
   const uint8_t *codes = p;
   uint16_t lookup[TABLE_SIZE];
+  multi_entry multi[1u << MULTI_BITS];
   unsigned nsym;
   for (size_t b = 0; b < bands; b++) { /* checked now, read again below */
     int rc = k[b] ? read_code(&p, end, 16 * esize, NULL, &nsym, b, d) : DCR_OK;
@@ -550,8 +600,10 @@ int dcr__banded_streams(dcr__classed *cls, const uint8_t *data, size_t length, i
     if (!k[b]) continue;
     if (cancel && *cancel) return dcr__fail(d, DCR_E_INTERRUPTED, "interrupted");
     (void)read_code(&codes, end, 16 * esize, lookup, &nsym, b, d);
-    int rc = read_values(p, bytes, &at, lookup, 8 * esize, k[b], values + done * esize, esize,
-                         b, d);
+    int fast = k[b] >= MULTI_MIN && esize <= 4 && dcr__classed_vector;
+    if (fast) build_multi(lookup, 8 * esize, esize, multi);
+    int rc = read_values(p, bytes, &at, lookup, fast ? multi : NULL, 8 * esize, k[b],
+                         values + done * esize, esize, b, d);
     if (rc) return rc;
     done += k[b];
   }

@@ -65,8 +65,8 @@ typedef struct {
 struct dcr__band_block;
 typedef struct dcr__bands dcr__bands;
 typedef void dcr__band_fill_fn(const dcr__bands *, const uint8_t *, size_t, struct dcr__band_block *);
-typedef void dcr__band_locate_fn(dcr__bands *, size_t, const struct dcr__band_block *, size_t, size_t,
-                       uint8_t *, const uint8_t *);
+typedef void dcr__band_locate_fn(dcr__bands *, size_t, const struct dcr__band_block *, size_t,
+                                 size_t);
 
 struct dcr__bands {
   unsigned esize, shift;
