@@ -82,17 +82,30 @@ DCR_HIDDEN void dcr__scatter_to(uint8_t *const *at, const uint8_t *values, size_
 typedef struct {
   uint8_t *p;
   uint64_t acc;
-  unsigned n; /* bits in acc, < 8 between calls */
+  unsigned n; /* bits in acc, < 32 between calls */
 } dcr__bit_writer;
-/* length + 7 <= 64 */
+/* Appends the low `length` bits of bits (no bit above them set), length <= 32. A
+ * word is stored once 32 bits are complete, not a byte at a time (a loop whose
+ * count the branch predictor cannot guess, per code): never past the stream's
+ * last byte, and at most 31 bits behind it until dcr__put_end. */
 static inline void dcr__put_bits(dcr__bit_writer *w, uint64_t bits, unsigned length) {
   w->acc |= bits << w->n;
   w->n += length;
-  while (w->n >= 8) {
+  if (w->n >= 32) {
+    uint32_t word = (uint32_t)w->acc; /* little-endian host (scatter.c) */
+    memcpy(w->p, &word, 4);
+    w->p += 4;
+    w->acc >>= 32;
+    w->n -= 32;
+  }
+}
+/* Stores the bits left, the last byte's unused bits 0; returns the stream's end. */
+static inline uint8_t *dcr__put_end(dcr__bit_writer *w) {
+  for (; w->n; w->n = w->n > 8 ? w->n - 8 : 0) {
     *w->p++ = (uint8_t)w->acc;
     w->acc >>= 8;
-    w->n -= 8;
   }
+  return w->p;
 }
 /* Bits from byte i on, bit 0 first; zeros past the stream's end (i <= bytes). */
 static inline uint64_t dcr__bits_window(const uint8_t *bits, size_t bytes, size_t i) {

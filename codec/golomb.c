@@ -44,25 +44,28 @@ size_t dcr__golomb_write(uint8_t *out, const uint32_t *pos, size_t count) {
   dcr__bit_writer w = {out + 4, 0, 0};
   uint32_t next = 0;
   for (size_t i = 0; i < count; i++) {
-    uint64_t v = pos[i] - next, q = 0, r = v;
-    if (v < 4 * g.m) { /* most gaps: a few m at most, no division */
-      for (; r >= g.m; r -= g.m) q++;
-    } else {
-      q = v / g.m, r = v % g.m;
-    }
+    /* 32-bit division (gaps and m fit): pipelined across gaps, where a loop of
+     * subtractions mispredicted about once a gap */
+    uint32_t v32 = pos[i] - next, q32 = v32 / (uint32_t)g.m;
+    uint64_t q = q32, r = v32 - q32 * (uint32_t)g.m;
     next = pos[i] + 1;
+    /* the remainder's bits: b - 1, or b with the extra bit last */
+    uint64_t rem = 0;
+    unsigned bits = 0;
+    if (g.b) {
+      int more = r >= g.u;
+      rem = more ? (g.u + ((r - g.u) >> 1)) | ((r - g.u) & 1) << (g.b - 1) : r;
+      bits = g.b - 1 + (unsigned)more;
+    }
     for (; q >= 32; q -= 32) dcr__put_bits(&w, 0xFFFFFFFFu, 32);
-    dcr__put_bits(&w, ((uint64_t)1 << q) - 1, (unsigned)q + 1); /* q ones, a zero */
-    if (!g.b) continue;
-    if (r < g.u) {
-      dcr__put_bits(&w, r, g.b - 1);
+    if (q + 1 + bits <= 32) { /* most gaps: q ones, a zero and the remainder at once */
+      dcr__put_bits(&w, (((uint64_t)1 << q) - 1) | rem << (q + 1), (unsigned)q + 1 + bits);
     } else {
-      dcr__put_bits(&w, g.u + ((r - g.u) >> 1), g.b - 1);
-      dcr__put_bits(&w, (r - g.u) & 1, 1);
+      dcr__put_bits(&w, ((uint64_t)1 << q) - 1, (unsigned)q + 1);
+      dcr__put_bits(&w, rem, bits);
     }
   }
-  if (w.n) *w.p++ = (uint8_t)w.acc;
-  return (size_t)(w.p - out);
+  return (size_t)(dcr__put_end(&w) - out);
 }
 
 /* One gap from bit *at: GAP_OK and *v, or the rule it breaks, as a bit-by-bit

@@ -8,44 +8,54 @@
  */
 #include "codec.h"
 
-static uint64_t rice_bits(const uint32_t *pos, size_t count, unsigned k) {
-  uint64_t bits = (uint64_t)count * (k + 1);
-  uint32_t next = 0;
+/* The bits of the Rice codes of the gaps with parameters k - 1, k and k + 1 (as
+ * far as they are in 0..31) in one pass: bits[0], bits[1], bits[2]. */
+static void rice_bits3(const uint32_t *pos, size_t count, unsigned k, uint64_t bits[3]) {
+  unsigned lo = k ? k - 1 : k, hi = k < 31 ? k + 1 : k;
+  uint64_t a = 0, b = 0, c = 0;
   for (size_t i = 0; i < count; i++) {
-    bits += (pos[i] - next) >> k;
-    next = pos[i] + 1;
+    uint32_t gap = pos[i] - (i ? pos[i - 1] + 1 : 0);
+    a += gap >> lo, b += gap >> k, c += gap >> hi;
   }
-  return bits;
+  bits[0] = a + (uint64_t)count * (lo + 1);
+  bits[1] = b + (uint64_t)count * (k + 1);
+  bits[2] = c + (uint64_t)count * (hi + 1);
 }
 
 /* The lowest Rice parameter with the fewest bits. The cost is convex in k, so a
  * walk from the mean gap's logarithm (where geometric gaps put the optimum, give
- * or take one) ends at the same k as a scan from 0, in two or three passes. */
-static unsigned best_k(const uint32_t *pos, size_t count) {
+ * or take one) ends at the same k as a scan from 0: each step measures k and its
+ * two neighbours in one pass over the gaps, and one step is usually enough. */
+static unsigned best_k(const uint32_t *pos, size_t count, uint64_t *cost) {
+  *cost = 0;
   if (!count) return 0;
   uint64_t mean = ((uint64_t)pos[count - 1] + 1) / count;
   unsigned k = 0;
   while (k < 31 && ((uint64_t)2 << k) <= mean) k++;
-  uint64_t here = rice_bits(pos, count, k);
-  while (k > 0) {
-    uint64_t lower = rice_bits(pos, count, k - 1);
-    if (lower > here) break;
-    k--, here = lower;
+  int moved = 0; /* -1 walking down, 1 up */
+  for (;;) {
+    uint64_t bits[3];
+    rice_bits3(pos, count, k, bits);
+    if (moved <= 0 && k > 0 && bits[0] <= bits[1]) {
+      k--, moved = -1; /* lower is no longer: prefer it */
+    } else if (moved >= 0 && k < 31 && bits[2] < bits[1]) {
+      k++, moved = 1;
+    } else {
+      *cost = bits[1];
+      return k;
+    }
   }
-  while (k < 31) {
-    uint64_t higher = rice_bits(pos, count, k + 1);
-    if (higher >= here) break;
-    k++, here = higher;
-  }
-  return k;
 }
 
 size_t dcr__positions_size(const uint32_t *pos, size_t count) {
-  return 1 + (size_t)((rice_bits(pos, count, best_k(pos, count)) + 7) / 8);
+  uint64_t bits;
+  best_k(pos, count, &bits);
+  return 1 + (size_t)((bits + 7) / 8);
 }
 
 size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count) {
-  unsigned k = best_k(pos, count);
+  uint64_t bits;
+  unsigned k = best_k(pos, count, &bits);
   dcr__bit_writer w = {out + 1, 0, 0};
   out[0] = (uint8_t)k;
   uint32_t next = 0; /* smallest position the next one may take */
@@ -56,8 +66,7 @@ size_t dcr__positions_write(uint8_t *out, const uint32_t *pos, size_t count) {
     dcr__put_bits(&w, ((uint64_t)1 << q) - 1, q + 1); /* q ones, then a zero */
     dcr__put_bits(&w, v & (((uint64_t)1 << k) - 1), k);
   }
-  if (w.n) *w.p++ = (uint8_t)w.acc;
-  return (size_t)(w.p - out);
+  return (size_t)(dcr__put_end(&w) - out);
 }
 
 /* Reading takes the codes from 64-bit words of the stream, loaded at the byte
