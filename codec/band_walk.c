@@ -33,8 +33,9 @@
 /* A block is a page of BF16 elements, and the hardware's prefetch does not cross
  * pages: the fills ask for the base this far ahead of each group, so that a
  * block's first lines are on their way while the previous block's changes are
- * located (memory apply of a 256 MiB BF16 pair at 1%, Intel Xeon VM: 58 -> 52 ms). */
-#define PREFETCH_AHEAD 512 /* bytes */
+ * located. Memory apply of a 256 MiB BF16 pair at 1%, idle Intel Xeon VM: 58 ms
+ * without, 52 with 512 bytes, 46 with 1536 to 3072 (within noise of each other). */
+#define PREFETCH_AHEAD 2048 /* bytes */
 #define PREFETCH_GROUP(p, esize)                                                     \
   for (unsigned line = 0; line < GROUP * (esize); line += 64)                         \
   __builtin_prefetch((const uint8_t *)(p) + PREFETCH_AHEAD + line)
