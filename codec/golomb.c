@@ -129,6 +129,72 @@ static inline __attribute__((always_inline)) int gap(const uint8_t *bits, size_t
   return slow_gap(bits, bytes, at, g, room, v);
 }
 
+/* While 16 bytes remain past the one read from, a run of gaps from a 64-bit
+ * buffer, refilled by one load when fewer bits remain than the longest remainder
+ * and a few of quotient need; it stops before anything else (a long quotient, a
+ * gap past the chunk), which gap() reads and says what is wrong. Returns 1 if a
+ * rank after a gap taken would be past the chunk.
+ *
+ * r is x or u + 2(x - u) + the next bit, and which is as likely as not for some
+ * divisors, where a branch is mispredicted every other gap; for others one side
+ * is nearly certain and the branch is cheaper than the mask. `masked` (a
+ * constant at each call, so that each is compiled apart) picks the mask. */
+static inline __attribute__((always_inline)) int fast_gaps(const uint8_t *bits, size_t bytes,
+                                                           const divisor *g, size_t count,
+                                                           size_t n, uint32_t *out, size_t *ip,
+                                                           uint64_t *atp, uint64_t *nextp,
+                                                           int masked) {
+  const uint64_t m = g->m, u = g->u, low = ((uint64_t)1 << (g->b - 1)) - 1;
+  const unsigned b = g->b;
+  uint64_t at = *atp, next = *nextp;
+  uint64_t buf = dcr__le64(bits + (at >> 3)) >> (at & 7);
+  unsigned avail = 64 - (unsigned)(at & 7);
+  size_t i = *ip;
+  int past = 0;
+  for (; i < count; i++) {
+    unsigned q = (unsigned)__builtin_ctzll(~buf | (uint64_t)1 << 63);
+    if (q + b + 1 >= avail) {
+      if ((at >> 3) + 16 > bytes) break;
+      buf = dcr__le64(bits + (at >> 3)) >> (at & 7);
+      avail = 64 - (unsigned)(at & 7);
+      q = (unsigned)__builtin_ctzll(~buf | (uint64_t)1 << 63);
+      if (q + b + 1 >= avail) break;
+    }
+    uint64_t x = (buf >> (q + 1)) & low, more = x >= u, r;
+    if (masked)
+      r = x + ((x - u + (buf >> (q + b) & 1)) & (0 - more));
+    else
+      r = more ? u + 2 * (x - u) + (buf >> (q + b) & 1) : x;
+    uint64_t v = q * m + r;
+    unsigned took = q + b + (unsigned)more;
+    if (v > n - 1 - next) break;
+    if (out) out[i] = (uint32_t)(next + v);
+    next += v + 1;
+    if (next >= n && i + 1 < count) {
+      past = 1;
+      i++;
+      break;
+    }
+    buf >>= took;
+    avail -= took;
+    at += took;
+  }
+  *ip = i, *atp = at, *nextp = next;
+  return past;
+}
+
+/* Each kind compiled on its own, out of line: inside the reader, the loop's
+ * divisor and masks were spilled to the stack for want of registers. */
+#define FAST_GAPS_OF(NAME, MASKED)                                                         \
+  static __attribute__((noinline)) int NAME(const uint8_t *bits, size_t bytes,            \
+                                            const divisor *g, size_t count, size_t n,     \
+                                            uint32_t *out, size_t *ip, uint64_t *atp,     \
+                                            uint64_t *nextp) {                            \
+    return fast_gaps(bits, bytes, g, count, n, out, ip, atp, nextp, MASKED);              \
+  }
+FAST_GAPS_OF(fast_gaps_masked, 1)
+FAST_GAPS_OF(fast_gaps_branched, 0)
+
 int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n, uint32_t *out,
                      size_t *used, dcr_detail *d) {
   if (length < 4) return dcr__fail(d, DCR_E_POSITION, "rank stream has no divisor");
@@ -140,36 +206,15 @@ int dcr__golomb_read(const uint8_t *in, size_t length, size_t count, size_t n, u
   const uint8_t *bits = in + 4;
   size_t bytes = length - 4;
   uint64_t at = 0, next = 0;
+  /* The mask where r < u has a chance between about 0.15 and 0.85: for
+   * geometric gaps under the best divisor that chance is 2(1 - 2^(-u/m)). */
+  int masked = 9 * g.u > g.m && 5 * g.u < 4 * g.m;
   for (size_t i = 0; i < count; i++) {
-    /* While 16 bytes remain past the one read from, a run of gaps from a 64-bit
-     * buffer, refilled by one load when fewer bits remain than the longest
-     * remainder and a few of quotient need; anything else (a long quotient, a gap
-     * past the chunk) is read by gap(), which says what is wrong. */
     if ((at >> 3) + 16 <= bytes && g.b) {
-      uint64_t buf = dcr__le64(bits + (at >> 3)) >> (at & 7), x, r, v;
-      unsigned avail = 64 - (unsigned)(at & 7);
-      for (; i < count; i++) {
-        unsigned q = (unsigned)__builtin_ctzll(~buf | (uint64_t)1 << 63);
-        if (q + g.b + 1 >= avail) {
-          if ((at >> 3) + 16 > bytes) break;
-          buf = dcr__le64(bits + (at >> 3)) >> (at & 7);
-          avail = 64 - (unsigned)(at & 7);
-          q = (unsigned)__builtin_ctzll(~buf | (uint64_t)1 << 63);
-          if (q + g.b + 1 >= avail) break;
-        }
-        x = (buf >> (q + 1)) & (((uint64_t)1 << (g.b - 1)) - 1);
-        unsigned more = x >= g.u, took = q + g.b + more;
-        r = more ? g.u + 2 * (x - g.u) + (buf >> (q + g.b) & 1) : x;
-        v = q * g.m + r;
-        if (v > n - 1 - next) break;
-        if (out) out[i] = (uint32_t)(next + v);
-        next += v + 1;
-        if (next >= n && i + 1 < count)
-          return dcr__fail(d, DCR_E_POSITION, "rank %zu is past the chunk's %zu elements", i + 1, n);
-        buf >>= took;
-        avail -= took;
-        at += took;
-      }
+      int past = (masked ? fast_gaps_masked : fast_gaps_branched)(bits, bytes, &g, count, n,
+                                                                  out, &i, &at, &next);
+      if (past)
+        return dcr__fail(d, DCR_E_POSITION, "rank %zu is past the chunk's %zu elements", i, n);
       if (i == count) break;
     }
     uint64_t v;
